@@ -1,0 +1,1052 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dmabuf_uring: fio external ioengine moving data between an NVMe namespace
+ * and GPU memory with io_uring fixed buffers.
+ *
+ *   ioengine=external:/path/to/libdmabuf_uring.so
+ *
+ * This file only translates between fio and the fio-free units: ring.c (the
+ * io_uring side), config.c (checks), target.c (what a file is) and gpu/ (the
+ * memory providers). It reads top to bottom like the engine's life cycle:
+ * options, init, iomem_alloc, post_init, open_file, queue, commit,
+ * getevents, event, close_file, iomem_free, cleanup.
+ *
+ * Each io_u runs through up to three stages: copies before the I/O (writes
+ * that start in GPU memory), the I/O on the ring, copies after it (reads that
+ * end in GPU memory). Copies run on the provider's per-thread stream, in
+ * order, so each stage is a FIFO whose head is the only one worth polling.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fio.h"
+#include "optgroup.h"
+#include "verify.h"
+
+#include "config.h"
+#include "provider.h"
+#include "ring.h"
+#include "target.h"
+
+#define DBR_NAME	"dmabuf_uring"
+
+/* ------------------------------------------------------------------------ */
+/* options                                                                  */
+
+enum dbr_gpu_choice {
+	DBR_GPU_AUTO,
+	DBR_GPU_CUDA,
+	DBR_GPU_HIP,
+	DBR_GPU_HOST,
+};
+
+struct dbr_options {
+	void *pad;		/* fio keeps its td pointer here */
+	unsigned int gpu;
+	char *gpu_dev_ids;
+	unsigned int transfer;
+	unsigned int gpu_sync;
+	unsigned int registerfiles;
+	unsigned int sqpoll;
+	unsigned int sqpoll_cpu;
+	unsigned int sqpoll_cpu_set;
+	unsigned int hipri;
+};
+
+static int str_sqpoll_cpu_cb(void *data, unsigned long long *val)
+{
+	struct dbr_options *o = data;
+
+	o->sqpoll_cpu = *val;
+	o->sqpoll_cpu_set = 1;
+	return 0;
+}
+
+static struct fio_option options[] = {
+	{
+		.name	= "gpu",
+		.lname	= "GPU memory provider",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu),
+		.help	= "Where the I/O buffers live",
+		.def	= "auto",
+		.posval = {
+			  { .ival = "auto", .oval = DBR_GPU_AUTO,
+			    .help = "CUDA, else HIP, else host memory" },
+			  { .ival = "cuda", .oval = DBR_GPU_CUDA,
+			    .help = "NVIDIA GPU memory (libcuda.so.1)" },
+			  { .ival = "hip", .oval = DBR_GPU_HIP,
+			    .help = "AMD GPU memory (libamdhip64.so)" },
+			  { .ival = "host", .oval = DBR_GPU_HOST,
+			    .help = "Host memory (memfd, /dev/udmabuf for p2p)" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "gpu_dev_ids",
+		.lname	= "GPU device ordinals",
+		.type	= FIO_OPT_STR_STORE,
+		.off1	= offsetof(struct dbr_options, gpu_dev_ids),
+		.help	= "GPUs to use, ':' separated; thread i uses entry i mod n",
+		.def	= "0",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "transfer",
+		.lname	= "Transfer path",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, transfer),
+		.help	= "How data moves between the device and GPU memory",
+		.def	= "p2p",
+		.posval = {
+			  { .ival = "p2p", .oval = DBR_XFER_P2P,
+			    .help = "NVMe DMA straight into the GPU's dma-buf" },
+			  { .ival = "bounce", .oval = DBR_XFER_BOUNCE,
+			    .help = "Host fixed buffer plus an async GPU copy" },
+			  { .ival = "auto", .oval = DBR_XFER_AUTO,
+			    .help = "p2p where the kernel and target allow it, else bounce" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "gpu_sync",
+		.lname	= "Copy GPU memory to and from fio's buffers",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_sync),
+		.help	= "Keep fio's host buffers and GPU memory in step (for verify and patterns)",
+		.def	= "auto",
+		.posval = {
+			  { .ival = "auto", .oval = DBR_SYNC_AUTO,
+			    .help = "On when verify is set" },
+			  { .ival = "0", .oval = DBR_SYNC_OFF,
+			    .help = "Off: no CPU-side copies" },
+			  { .ival = "1", .oval = DBR_SYNC_ON,
+			    .help = "On" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "registerfiles",
+		.lname	= "Register file set",
+		.type	= FIO_OPT_STR_SET,
+		.off1	= offsetof(struct dbr_options, registerfiles),
+		.help	= "Pre-open/register files",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "sqthread_poll",
+		.lname	= "Kernel SQ thread polling",
+		.type	= FIO_OPT_STR_SET,
+		.off1	= offsetof(struct dbr_options, sqpoll),
+		.help	= "Offload submission/completion to kernel thread",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "sqthread_poll_cpu",
+		.lname	= "SQ Thread Poll CPU",
+		.type	= FIO_OPT_INT,
+		.cb	= str_sqpoll_cpu_cb,
+		.help	= "What CPU to run SQ thread polling on",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "hipri",
+		.lname	= "High Priority",
+		.type	= FIO_OPT_STR_SET,
+		.off1	= offsetof(struct dbr_options, hipri),
+		.help	= "Polled completions: refused, the dma-buf series does not support IOPOLL",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= NULL,
+	},
+};
+
+/* ------------------------------------------------------------------------ */
+/* per-thread state                                                         */
+
+enum dbr_stage {
+	DBR_IDLE,
+	DBR_PRE_COPY,	/* waiting for copies before the I/O */
+	DBR_IN_RING,
+	DBR_POST_COPY,	/* waiting for copies after the I/O */
+};
+
+struct dbr_io {
+	struct dbr_req req;
+	struct io_u *io_u;
+	enum dbr_stage stage;
+	struct dbr_io *next;
+};
+
+struct dbr_fifo {
+	struct dbr_io *head;
+	struct dbr_io **tail;
+};
+
+struct dbr_data {
+	struct dbr_ring ring;
+	struct gpu_buf buf;
+	const struct gpu_provider *prov;
+	bool p2p;		/* registered dma-buf per file, else host slot 0 */
+	bool sync;		/* gpu_sync resolved */
+	bool host_registered;
+	bool *slot_live;	/* p2p: slot per file installed */
+	unsigned int nr_slots;
+	struct dbr_io *ios;	/* indexed by io_u->index */
+	unsigned int nr_ios;
+	struct io_u **events;
+	unsigned int nr_events;
+	struct io_u **queued;	/* since the last commit, for issue times */
+	unsigned int nr_queued;
+	struct dbr_fifo pre, post;
+	struct dbr_fifo ready;	/* complete, not yet handed to fio */
+	unsigned long copies;
+};
+
+static void fifo_init(struct dbr_fifo *q)
+{
+	q->head = NULL;
+	q->tail = &q->head;
+}
+
+static void fifo_push(struct dbr_fifo *q, struct dbr_io *io)
+{
+	io->next = NULL;
+	*q->tail = io;
+	q->tail = &io->next;
+}
+
+static struct dbr_io *fifo_pop(struct dbr_fifo *q)
+{
+	struct dbr_io *io = q->head;
+
+	q->head = io->next;
+	if (!q->head)
+		q->tail = &q->head;
+	return io;
+}
+
+/* One line naming cause and fix, then fio's own error record. */
+static int dbr_fail(struct thread_data *td, int err, const char *func,
+		    const char *msg)
+{
+	log_err("%s: %s\n", DBR_NAME, msg);
+	td_verror(td, err, func);
+	return 1;
+}
+
+static bool dbr_first_thread(struct thread_data *td)
+{
+	return td->subjob_number == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* init: options, provider, transfer path, ring                             */
+
+static const char *const gpu_names[] = {
+	[DBR_GPU_AUTO] = "auto",
+	[DBR_GPU_CUDA] = "cuda",
+	[DBR_GPU_HIP] = "hip",
+	[DBR_GPU_HOST] = "host",
+};
+
+static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	int ids[DBR_MAX_DEV_IDS], nr, count, dev;
+	char why[192] = "", msg[384];
+
+	if (o->gpu == DBR_GPU_AUTO)
+		dd->prov = gpu_provider_auto(why, sizeof(why));
+	else
+		dd->prov = gpu_provider_by_name(gpu_names[o->gpu]);
+	if (!dd->prov) {
+		snprintf(msg, sizeof(msg), "gpu=%s: provider not compiled in; rebuild with ./configure --with-%s, or use gpu=host",
+			 gpu_names[o->gpu], gpu_names[o->gpu]);
+		return dbr_fail(td, ENOTSUP, "gpu provider", msg);
+	}
+	count = dd->prov->probe(why, sizeof(why));
+	if (count <= 0) {
+		snprintf(msg, sizeof(msg), "gpu=%s: %s; use gpu=host to run without a GPU",
+			 dd->prov->name, why[0] ? why : "no usable device");
+		return dbr_fail(td, count ? -count : ENODEV, "gpu provider",
+				msg);
+	}
+	nr = dbr_parse_dev_ids(o->gpu_dev_ids, ids, DBR_MAX_DEV_IDS, msg,
+			       sizeof(msg));
+	if (nr < 0)
+		return dbr_fail(td, EINVAL, "gpu_dev_ids", msg);
+	dev = dbr_pick_dev(ids, nr, td->subjob_number);
+	if (dev >= count) {
+		snprintf(msg, sizeof(msg), "gpu_dev_ids=%s: device %d does not exist, gpu=%s sees %d device%s (0..%d); fix gpu_dev_ids",
+			 o->gpu_dev_ids, dev, dd->prov->name, count,
+			 count == 1 ? "" : "s", count - 1);
+		return dbr_fail(td, ENODEV, "gpu_dev_ids", msg);
+	}
+	dd->buf.dev_id = dev;
+	return 0;
+}
+
+/* dma-buf registrations one device would carry: numjobs x its files. */
+static unsigned int dbr_maps_per_dev(struct thread_data *td)
+{
+	unsigned int i, j, most = 0;
+	struct fio_file *f, *g;
+
+	for_each_file(td, f, i) {
+		struct dbr_target a, b;
+		unsigned int n = 0;
+
+		if (dbr_target_inspect(f->file_name, &a) || !a.is_blkdev)
+			continue;
+		for_each_file(td, g, j)
+			if (!dbr_target_inspect(g->file_name, &b) &&
+			    b.is_blkdev && b.rdev == a.rdev)
+				n++;
+		if (n > most)
+			most = n;
+	}
+	return most * (td->o.numjobs ? td->o.numjobs : 1);
+}
+
+/* First file that p2p cannot register against, or NULL. */
+static struct fio_file *dbr_non_nvme_file(struct thread_data *td,
+					  struct dbr_target *t)
+{
+	struct fio_file *f;
+	unsigned int i;
+
+	for_each_file(td, f, i) {
+		if (dbr_target_inspect(f->file_name, t) < 0 || !t->is_nvme_ns)
+			return f;
+	}
+	return NULL;
+}
+
+static void add_reason(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used && used + 7 < len) {
+		strcpy(buf + used, "; and ");
+		used += 6;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len > used ? len - used : 0, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Why p2p cannot run for this job, every reason in one line (empty when it
+ * can). The kernel comes first: on every released kernel that is the reason.
+ */
+static int dbr_p2p_blockers(struct thread_data *td, char *why, size_t len)
+{
+	int probe = dbr_probe_p2p();
+	struct dbr_target t;
+	struct fio_file *f;
+
+	why[0] = '\0';
+	if (probe < 0)
+		add_reason(why, len, "this kernel lacks the io_uring dma-buf series (the extended IORING_REGISTER_BUFFERS_UPDATE answered %s; no released kernel has it yet)",
+			   strerror(-probe));
+	if (!td->o.odirect)
+		add_reason(why, len, "direct=0 (dma-bufs are registered only for O_DIRECT block devices)");
+	if ((f = dbr_non_nvme_file(td, &t)))
+		add_reason(why, len, "%s is %s (only nvme-pci namespaces such as /dev/nvme0n1 take dma-bufs)",
+			   f->file_name, dbr_target_kind(&t));
+	return probe < 0 ? ENOTSUP : why[0] ? EINVAL : 0;
+}
+
+/* Settle transfer=auto (and say which, once per job); refuse p2p that
+ * cannot run. */
+static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
+{
+	char why[512], msg[640];
+	int err;
+
+	if (*xfer == DBR_XFER_BOUNCE)
+		return 0;
+	err = dbr_p2p_blockers(td, why, sizeof(why));
+	if (*xfer == DBR_XFER_AUTO) {
+		*xfer = err ? DBR_XFER_BOUNCE : DBR_XFER_P2P;
+		if (dbr_first_thread(td))
+			log_info("%s: transfer=auto -> %s%s%s\n", DBR_NAME,
+				 dbr_transfer_name(*xfer), err ? ": " : "", why);
+		return 0;
+	}
+	if (!err)
+		return 0;
+	snprintf(msg, sizeof(msg), "transfer=p2p cannot run: %s. Use transfer=bounce (or transfer=auto) here",
+		 why);
+	return dbr_fail(td, err, "p2p", msg);
+}
+
+static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
+{
+	struct dbr_options *o = td->eo;
+	struct dbr_job j = {
+		.transfer	= xfer,
+		.direct		= td->o.odirect,
+		.hipri		= o->hipri,
+		.does_trim	= td_trim(td),
+		.verify		= td->o.verify != VERIFY_NONE,
+		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
+		.maps_per_dev	= xfer == DBR_XFER_P2P ? dbr_maps_per_dev(td) : 0,
+	};
+	char msg[384];
+	int ret = dbr_check_job(&j, msg, sizeof(msg));
+
+	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
+}
+
+static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
+{
+	unsigned int depth = td->o.iodepth;
+
+	dd->nr_ios = depth;
+	dd->nr_slots = td->files_index > td->o.nr_files ? td->files_index :
+		       td->o.nr_files;
+	if (!dd->nr_slots)
+		dd->nr_slots = 1;
+	dd->ios = calloc(depth, sizeof(*dd->ios));
+	dd->events = calloc(depth, sizeof(*dd->events));
+	dd->queued = calloc(depth, sizeof(*dd->queued));
+	dd->slot_live = calloc(dd->nr_slots, sizeof(*dd->slot_live));
+	fifo_init(&dd->pre);
+	fifo_init(&dd->post);
+	fifo_init(&dd->ready);
+	if (!dd->ios || !dd->events || !dd->queued || !dd->slot_live)
+		return -ENOMEM;
+	return 0;
+}
+
+static void dbr_free_state(struct dbr_data *dd)
+{
+	free(dd->ios);
+	free(dd->events);
+	free(dd->queued);
+	free(dd->slot_live);
+	free(dd);
+}
+
+static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	struct dbr_ring_params p = {
+		.entries	= td->o.iodepth,
+		.sqpoll		= o->sqpoll,
+		.sqpoll_cpu	= o->sqpoll_cpu_set ? (int)o->sqpoll_cpu : -1,
+		/* fio submits and reaps from the job's own thread */
+		.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
+	};
+	char msg[256];
+	int ret;
+
+	ret = dbr_ring_init(&dd->ring, &p);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "io_uring_setup: %s%s", strerror(-ret),
+			 ret == -EPERM ? " (io_uring is disabled: check sysctl kernel.io_uring_disabled)" :
+			 ret == -ENOMEM ? " (raise ulimit -l)" : "");
+		return dbr_fail(td, -ret, "io_uring_setup", msg);
+	}
+	ret = dbr_ring_register_buf_table(&dd->ring, dd->nr_slots);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "registering a sparse buffer table: %s (io_uring needs Linux >= 5.19)",
+			 strerror(-ret));
+		return dbr_fail(td, -ret, "register buffers", msg);
+	}
+	if (!o->registerfiles)
+		return 0;
+	ret = dbr_ring_register_file_table(&dd->ring, dd->nr_slots);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "registerfiles: %s; drop registerfiles",
+			 strerror(-ret));
+		return dbr_fail(td, -ret, "register files", msg);
+	}
+	return 0;
+}
+
+static void dbr_cleanup(struct thread_data *td);
+
+static int dbr_init(struct thread_data *td)
+{
+	struct dbr_options *o = td->eo;
+	enum dbr_transfer xfer = o->transfer;
+	struct dbr_data *dd;
+
+	dd = calloc(1, sizeof(*dd));
+	if (!dd)
+		return dbr_fail(td, ENOMEM, "init", "out of memory");
+	td->io_ops_data = dd;
+	dd->buf.dmabuf_fd = -1;
+	if (dbr_alloc_state(td, dd) < 0) {
+		dbr_fail(td, ENOMEM, "init", "out of memory");
+		goto err;
+	}
+	/* option mistakes first, then what the machine cannot do */
+	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer))
+		goto err;
+	if (dbr_pick_transfer(td, &xfer))
+		goto err;
+	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
+		goto err;
+	if (dbr_pick_provider(td, dd) || dbr_setup_ring(td, dd))
+		goto err;
+	dd->p2p = xfer == DBR_XFER_P2P;
+	dd->sync = dbr_gpu_sync_on(o->gpu_sync, td->o.verify != VERIFY_NONE);
+	return 0;
+err:
+	dbr_cleanup(td);
+	return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* memory: host shadow + device allocation, registered once per thread      */
+
+static int dbr_export(struct thread_data *td, struct dbr_data *dd)
+{
+	char msg[384];
+	int ret = dd->prov->export_dmabuf(&dd->buf);
+
+	if (!ret)
+		return 0;
+	snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce",
+		 dd->prov->name, dd->buf.size >> 20,
+		 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+	return dbr_fail(td, -ret, "dma-buf export", msg);
+}
+
+static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
+{
+	struct dbr_data *dd = td->io_ops_data;
+	const struct gpu_provider *prov = dd->prov;
+	char msg[384];
+	int ret;
+
+	gpu_buf_init(&dd->buf, prov, dd->buf.dev_id, total_mem);
+	ret = gpu_buf_alloc(&dd->buf, dd->nr_ios);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
+			 prov->name, dd->buf.size >> 20, dd->buf.dev_id,
+			 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+		return dbr_fail(td, -ret, "gpu alloc", msg);
+	}
+	td->orig_buffer = dd->buf.host;
+	if (dd->p2p && dbr_export(td, dd)) {
+		gpu_buf_free(&dd->buf);
+		td->orig_buffer = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+static void dbr_unregister_all(struct dbr_data *dd)
+{
+	unsigned int i;
+
+	if (!dd->ring.ready)
+		return;
+	dbr_ring_quiesce(&dd->ring);
+	for (i = 0; i < dd->nr_slots; i++) {
+		if (dd->slot_live[i])
+			dbr_ring_clear_buf(&dd->ring, i, true);
+		dd->slot_live[i] = false;
+	}
+	if (dd->host_registered)
+		dbr_ring_clear_buf(&dd->ring, 0, false);
+	dd->host_registered = false;
+}
+
+/* Runs before cleanup: nothing may stay registered once the memory goes. */
+static void dbr_iomem_free(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+
+	if (!dd)
+		return;
+	dbr_unregister_all(dd);
+	gpu_buf_free(&dd->buf);
+	td->orig_buffer = NULL;
+}
+
+static int dbr_io_u_init(struct thread_data *td, struct io_u *io_u)
+{
+	struct dbr_data *dd = td->io_ops_data;
+
+	if (io_u->index >= dd->nr_ios)
+		return 1;
+	dd->ios[io_u->index].io_u = io_u;
+	dd->ios[io_u->index].req.owner = &dd->ios[io_u->index];
+	return 0;
+}
+
+static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
+{
+	char msg[384];
+	int ret;
+
+	ret = dbr_ring_install_host(&dd->ring, 0, dd->buf.host, dd->buf.size);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "registering the %zu MiB host buffer with io_uring failed: %s%s",
+			 dd->buf.size >> 20, strerror(-ret),
+			 ret == -ENOMEM ? " (locked-memory limit: raise ulimit -l or run as root)" : "");
+		return dbr_fail(td, -ret, "register buffer", msg);
+	}
+	dd->host_registered = true;
+	return 0;
+}
+
+/* Device memory starts as a copy of fio's buffers, so un-synced writes carry
+ * fio's data, not whatever the allocator left there. */
+static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
+{
+	const struct gpu_provider *prov = dd->prov;
+	char msg[256];
+	int ret;
+
+	if (dd->buf.host_is_device)
+		return 0;
+	ret = prov->copy(&dd->buf, GPU_H2D, 0, dd->buf.size);
+	if (!ret)
+		ret = prov->mark(&dd->buf, 0);
+	if (!ret)
+		ret = prov->wait(&dd->buf, 0);
+	if (!ret)
+		return 0;
+	snprintf(msg, sizeof(msg), "gpu=%s: initial copy into device memory failed: %s",
+		 prov->name, dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+	return dbr_fail(td, -ret, "gpu copy", msg);
+}
+
+static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
+{
+	char flags[96];
+
+	if (!dbr_first_thread(td))
+		return;
+	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
+	log_info("%s: %s: gpu=%s dev=%d transfer=%s%s (%s), ring %s\n",
+		 DBR_NAME, td->o.name, dd->prov->name, dd->buf.dev_id,
+		 dd->p2p ? "p2p" : "bounce", dd->sync ? " gpu_sync=1" : "",
+		 dd->p2p ? "NVMe DMA into the dma-buf" :
+		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
+		 "host fixed buffer + async GPU copies",
+		 flags);
+}
+
+static int dbr_post_init(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+
+	if (!dd->p2p && dbr_register_host(td, dd))
+		return 1;
+	if (dbr_seed_device(td, dd))
+		return 1;
+	dbr_say_path(td, dd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* files: a dma-buf slot is bound to one file                               */
+
+static int dbr_register_file_slot(struct thread_data *td, struct dbr_data *dd,
+				  struct fio_file *f)
+{
+	char msg[512];
+	int ret;
+
+	if (f->fileno >= (int)dd->nr_slots)
+		return dbr_fail(td, EINVAL, "open_file", "file index beyond the buffer table");
+	ret = dbr_ring_quiesce(&dd->ring);
+	if (!ret)
+		ret = dbr_ring_install_dmabuf(&dd->ring, f->fileno,
+					      dd->buf.dmabuf_fd, f->fd);
+	if (!ret) {
+		dd->slot_live[f->fileno] = true;
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s failed: %s%s",
+		 dd->buf.size >> 20, dd->prov->name, f->file_name,
+		 strerror(-ret),
+		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
+		 ret == -EINVAL ? " (the kernel refused the descriptor: the target must be opened O_DIRECT and the dma-buf within the kernel's size limit)" :
+		 ret == -ENOMEM ? " (raise ulimit -l)" : "");
+	return dbr_fail(td, -ret, "register dma-buf", msg);
+}
+
+static int dbr_open_file(struct thread_data *td, struct fio_file *f)
+{
+	struct dbr_options *o = td->eo;
+	struct dbr_data *dd = td->io_ops_data;
+	int ret;
+
+	ret = generic_open_file(td, f);
+	if (ret)
+		return ret;
+	if (o->registerfiles) {
+		ret = dbr_ring_set_file(&dd->ring, f->fileno, f->fd);
+		if (ret < 0) {
+			td_verror(td, -ret, "register file");
+			goto err_close;
+		}
+	}
+	if (dd->p2p && dbr_register_file_slot(td, dd, f))
+		goto err_close;
+	return 0;
+err_close:
+	/* keep the error that brought us here, not the close's */
+	if (generic_close_file(td, f))
+		log_err("%s: closing %s failed too\n", DBR_NAME, f->file_name);
+	return 1;
+}
+
+static int dbr_close_file(struct thread_data *td, struct fio_file *f)
+{
+	struct dbr_options *o = td->eo;
+	struct dbr_data *dd = td->io_ops_data;
+
+	if (dd && dd->ring.ready && f->fileno < (int)dd->nr_slots) {
+		dbr_ring_quiesce(&dd->ring);
+		if (dd->slot_live[f->fileno])
+			dbr_ring_clear_buf(&dd->ring, f->fileno, true);
+		dd->slot_live[f->fileno] = false;
+		if (o->registerfiles)
+			dbr_ring_set_file(&dd->ring, f->fileno, -1);
+	}
+	return generic_close_file(td, f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* I/O                                                                      */
+
+static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
+			 struct dbr_io *io)
+{
+	struct dbr_options *o = td->eo;
+	struct io_u *io_u = io->io_u;
+	struct fio_file *f = io_u->file;
+	struct dbr_req *req = &io->req;
+
+	req->fixed_file = o->registerfiles;
+	req->fd = o->registerfiles ? (int)f->fileno : f->fd;
+	req->off = io_u->offset;
+	req->len = io_u->xfer_buflen;
+	req->buf_index = dd->p2p ? f->fileno : 0;
+	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf);
+	switch (io_u->ddir) {
+	case DDIR_READ:
+		req->op = DBR_OP_READ;
+		break;
+	case DDIR_WRITE:
+		req->op = DBR_OP_WRITE;
+		break;
+	case DDIR_DATASYNC:
+		req->op = DBR_OP_FDATASYNC;
+		break;
+	default:
+		req->op = DBR_OP_FSYNC;
+		break;
+	}
+}
+
+/*
+ * Copies an io_u needs on the provider's stream, before (pre) or after the
+ * I/O. bounce: the bytes pass through the host buffer, so a read lands in
+ * GPU memory only after H2D and a write leaves it only after D2H; gpu_sync
+ * adds the copy that keeps fio's view (verify, patterns) equal to the GPU's.
+ * p2p: only gpu_sync copies. Returns how many copies were queued, or <0.
+ */
+static int dbr_queue_copies(struct dbr_data *dd, struct dbr_io *io, bool pre)
+{
+	struct io_u *io_u = io->io_u;
+	bool rd = io_u->ddir == DDIR_READ;
+	size_t off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
+	size_t len = io_u->xfer_buflen;
+	enum gpu_copy_dir dirs[2];
+	int n = 0, i, ret;
+
+	if (dd->buf.host_is_device || !ddir_rw(io_u->ddir))
+		return 0;
+	if (pre && !rd) {
+		if (dd->sync)
+			dirs[n++] = GPU_H2D;
+		if (!dd->p2p)
+			dirs[n++] = GPU_D2H;
+	} else if (!pre && rd) {
+		if (!dd->p2p)
+			dirs[n++] = GPU_H2D;
+		if (dd->sync)
+			dirs[n++] = GPU_D2H;
+	}
+	for (i = 0; i < n; i++) {
+		ret = dd->prov->copy(&dd->buf, dirs[i], off, len);
+		if (ret < 0)
+			return ret;
+	}
+	if (n) {
+		ret = dd->prov->mark(&dd->buf, io_u->index);
+		if (ret < 0)
+			return ret;
+		dd->copies += n;
+	}
+	return n;
+}
+
+static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
+{
+	struct dbr_data *dd = td->io_ops_data;
+	struct dbr_io *io = &dd->ios[io_u->index];
+	int ret;
+
+	fio_ro_check(td, io_u);
+
+	if (io_u->ddir == DDIR_TRIM || io_u->ddir == DDIR_SYNC_FILE_RANGE) {
+		io_u->error = EOPNOTSUPP;
+		return FIO_Q_COMPLETED;
+	}
+	dbr_prep_req(td, dd, io);
+	ret = dbr_queue_copies(dd, io, true);
+	if (ret > 0) {
+		io->stage = DBR_PRE_COPY;
+		fifo_push(&dd->pre, io);
+	} else if (ret == 0) {
+		ret = dbr_ring_queue(&dd->ring, &io->req);
+		if (ret == -EBUSY)
+			return FIO_Q_BUSY;
+		io->stage = DBR_IN_RING;
+	}
+	if (ret < 0) {
+		io_u->error = -ret;
+		return FIO_Q_COMPLETED;
+	}
+	dd->queued[dd->nr_queued++] = io_u;
+	return FIO_Q_QUEUED;
+}
+
+static void dbr_complete(struct dbr_data *dd, struct dbr_io *io)
+{
+	io->stage = DBR_IDLE;
+	fifo_push(&dd->ready, io);
+}
+
+static void dbr_hand_over(struct dbr_data *dd, unsigned int max)
+{
+	while (dd->ready.head && dd->nr_events < max)
+		dd->events[dd->nr_events++] = fifo_pop(&dd->ready)->io_u;
+}
+
+static bool dbr_idle(struct dbr_data *dd)
+{
+	return !dd->ring.inflight && !dd->pre.head && !dd->post.head &&
+	       !dd->ready.head;
+}
+
+/* Pre-copies done: the I/O may go to the ring now. */
+static int dbr_advance_pre(struct dbr_data *dd)
+{
+	while (dd->pre.head) {
+		struct dbr_io *io = dd->pre.head;
+		int ret = dd->prov->poll(&dd->buf, io->io_u->index);
+
+		if (ret == 0)
+			return 0;
+		fifo_pop(&dd->pre);
+		if (ret > 0)
+			ret = dbr_ring_queue(&dd->ring, &io->req);
+		if (ret < 0) {
+			io->io_u->error = -ret;
+			dbr_complete(dd, io);
+			continue;
+		}
+		io->stage = DBR_IN_RING;
+	}
+	return 0;
+}
+
+static int dbr_commit(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+	struct timespec now;
+	unsigned int i;
+	int ret;
+
+	if (!dd->nr_queued)
+		return 0;
+	dbr_advance_pre(dd);
+	ret = dbr_ring_submit(&dd->ring, 0);
+	if (ret < 0)
+		return ret;
+	if (fio_fill_issue_time(td)) {
+		fio_gettime(&now, NULL);
+		for (i = 0; i < dd->nr_queued; i++) {
+			dd->queued[i]->issue_time = now;
+			io_u_queued(td, dd->queued[i]);
+		}
+		if (td->o.read_iolog_file)
+			td->last_issue = now;
+	}
+	io_u_mark_submit(td, dd->nr_queued);
+	dd->nr_queued = 0;
+	return 0;
+}
+
+static void dbr_set_result(struct io_u *io_u, int res)
+{
+	if (res < 0) {
+		io_u->error = -res;
+	} else if (ddir_rw(io_u->ddir) &&
+		   (unsigned long long)res < io_u->xfer_buflen) {
+		io_u->resid = io_u->xfer_buflen - res;
+		io_u->error = 0;
+	} else {
+		io_u->error = 0;
+	}
+}
+
+static void dbr_finish_io(struct dbr_data *dd, struct dbr_io *io)
+{
+	int ret = 0;
+
+	dbr_set_result(io->io_u, io->req.res);
+	if (!io->io_u->error)
+		ret = dbr_queue_copies(dd, io, false);
+	if (ret > 0) {
+		io->stage = DBR_POST_COPY;
+		fifo_push(&dd->post, io);
+		return;
+	}
+	if (ret < 0)
+		io->io_u->error = -ret;
+	dbr_complete(dd, io);
+}
+
+static void dbr_reap_ring(struct dbr_data *dd)
+{
+	struct dbr_req *done[64];
+	int n, i;
+
+	do {
+		n = dbr_ring_reap(&dd->ring, done, 64);
+		for (i = 0; i < n; i++)
+			dbr_finish_io(dd, done[i]->owner);
+	} while (n == 64);
+}
+
+static void dbr_advance_post(struct dbr_data *dd)
+{
+	while (dd->post.head) {
+		struct dbr_io *io = dd->post.head;
+		int ret = dd->prov->poll(&dd->buf, io->io_u->index);
+
+		if (ret == 0)
+			return;
+		fifo_pop(&dd->post);
+		if (ret < 0)
+			io->io_u->error = -ret;
+		dbr_complete(dd, io);
+	}
+}
+
+/*
+ * Block for progress: on the ring when I/O is in flight and no copy is
+ * pending, else on the oldest copy (its stream finishes in order).
+ */
+static int dbr_wait(struct dbr_data *dd)
+{
+	struct dbr_io *oldest = dd->post.head ? dd->post.head : dd->pre.head;
+
+	if (!oldest)
+		return dbr_ring_submit(&dd->ring, dd->ring.inflight ? 1 : 0);
+	dbr_ring_submit(&dd->ring, 0);
+	return dd->prov->wait(&dd->buf, oldest->io_u->index);
+}
+
+static int dbr_getevents(struct thread_data *td, unsigned int min,
+			 unsigned int max, const struct timespec *t)
+{
+	struct dbr_data *dd = td->io_ops_data;
+	int ret;
+
+	(void)t;
+	dd->nr_events = 0;
+	for (;;) {
+		dbr_advance_pre(dd);
+		dbr_reap_ring(dd);
+		dbr_advance_post(dd);
+		dbr_hand_over(dd, max);
+		if (dd->nr_events >= min || dbr_idle(dd))
+			break;
+		ret = dbr_wait(dd);
+		if (ret < 0 && ret != -ETIME && ret != -EINTR) {
+			td_verror(td, -ret, "getevents");
+			return ret;
+		}
+	}
+	return dd->nr_events;
+}
+
+static struct io_u *dbr_event(struct thread_data *td, int event)
+{
+	struct dbr_data *dd = td->io_ops_data;
+
+	return dd->events[event];
+}
+
+/* ------------------------------------------------------------------------ */
+/* teardown                                                                 */
+
+static void dbr_cleanup(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+
+	if (!dd)
+		return;
+	if (dd->ring.ready && (dd->ring.reissues || dd->copies))
+		log_info("%s: %s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies\n",
+			 DBR_NAME, td->o.name, td->subjob_number,
+			 dd->ring.reissues, dd->ring.reissues == 1 ? "" : "s",
+			 dd->copies);
+	dbr_unregister_all(dd);
+	gpu_buf_free(&dd->buf);
+	dbr_ring_exit(&dd->ring);
+	dbr_free_state(dd);
+	td->io_ops_data = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* fio looks the engine up by this symbol name */
+struct ioengine_ops ioengine = {
+	.name			= DBR_NAME,
+	.version		= FIO_IOOPS_VERSION,
+	.flags			= FIO_NO_OFFLOAD | FIO_ASYNCIO_SETS_ISSUE_TIME,
+	.init			= dbr_init,
+	.post_init		= dbr_post_init,
+	.io_u_init		= dbr_io_u_init,
+	.iomem_alloc		= dbr_iomem_alloc,
+	.iomem_free		= dbr_iomem_free,
+	.open_file		= dbr_open_file,
+	.close_file		= dbr_close_file,
+	.get_file_size		= generic_get_file_size,
+	.queue			= dbr_queue,
+	.commit			= dbr_commit,
+	.getevents		= dbr_getevents,
+	.event			= dbr_event,
+	.cleanup		= dbr_cleanup,
+	.option_struct_size	= sizeof(struct dbr_options),
+	.options		= options,
+};

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+/*
+ * io_uring ring, registered-buffer table and request flow for dmabuf_uring.
+ * See ring.h for the contract: negative errnos, no printing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "ring.h"
+#include "dbr_uapi.h"
+
+/*
+ * Set-up flags to try, best first. SINGLE_ISSUER + DEFER_TASKRUN lets the
+ * kernel run completion work only when we ask for events, which is exactly
+ * when fio asks; COOP_TASKRUN avoids IPIs on older kernels. Each older kernel
+ * answers EINVAL to flags it does not know, so we step down.
+ */
+static const unsigned int setup_ladder[] = {
+	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN,
+	IORING_SETUP_COOP_TASKRUN,
+	0,
+};
+
+static int ring_try_init(struct dbr_ring *r, const struct dbr_ring_params *p,
+			 unsigned int flags)
+{
+	struct io_uring_params up;
+
+	memset(&up, 0, sizeof(up));
+	up.flags = flags | IORING_SETUP_CQSIZE;
+	/* room for every request plus reissues without CQ overflow */
+	up.cq_entries = 2 * p->entries;
+	if (p->sqpoll) {
+		up.flags |= IORING_SETUP_SQPOLL;
+		if (p->sqpoll_cpu >= 0) {
+			up.flags |= IORING_SETUP_SQ_AFF;
+			up.sq_thread_cpu = p->sqpoll_cpu;
+		}
+	}
+	return io_uring_queue_init_params(p->entries, &r->ring, &up);
+}
+
+int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
+{
+	size_t i;
+	int ret = -EINVAL;
+
+	memset(r, 0, sizeof(*r));
+	r->stash_tail = &r->stash;
+	for (i = 0; i < sizeof(setup_ladder) / sizeof(setup_ladder[0]); i++) {
+		unsigned int flags = setup_ladder[i];
+
+		/* SQPOLL submits from its own thread: no single issuer */
+		if (p->sqpoll || !p->single_issuer)
+			flags &= ~(IORING_SETUP_SINGLE_ISSUER |
+				   IORING_SETUP_DEFER_TASKRUN);
+		ret = ring_try_init(r, p, flags);
+		if (ret != -EINVAL)
+			break;
+	}
+	if (ret < 0)
+		return ret;
+	r->setup_flags = r->ring.flags;
+	r->ready = true;
+	return 0;
+}
+
+void dbr_ring_exit(struct dbr_ring *r)
+{
+	if (!r->ready)
+		return;
+	io_uring_queue_exit(&r->ring);
+	r->ready = false;
+}
+
+int dbr_ring_register_buf_table(struct dbr_ring *r, unsigned int nr)
+{
+	int ret = io_uring_register_buffers_sparse(&r->ring, nr);
+
+	if (ret < 0)
+		return ret;
+	r->nr_bufs = nr;
+	return 0;
+}
+
+int dbr_ring_register_file_table(struct dbr_ring *r, unsigned int nr)
+{
+	int ret = io_uring_register_files_sparse(&r->ring, nr);
+
+	if (ret < 0)
+		return ret;
+	r->nr_files = nr;
+	return 0;
+}
+
+int dbr_ring_set_file(struct dbr_ring *r, unsigned int slot, int fd)
+{
+	int ret;
+
+	if (slot >= r->nr_files)
+		return -EINVAL;
+	ret = io_uring_register_files_update(&r->ring, slot, &fd, 1);
+	return ret < 0 ? ret : 0;
+}
+
+int dbr_ring_install_host(struct dbr_ring *r, unsigned int slot,
+			  void *addr, size_t len)
+{
+	struct iovec iov = { .iov_base = addr, .iov_len = len };
+	__u64 tag = 0;
+	int ret;
+
+	if (slot >= r->nr_bufs)
+		return -EINVAL;
+	if (len > DBR_REGBUF_MAX_BYTES)
+		return -E2BIG;
+	ret = io_uring_register_buffers_update_tag(&r->ring, slot, &iov,
+						   &tag, 1);
+	return ret < 0 ? ret : 0;
+}
+
+/* The series' extended update: one descriptor into one slot. */
+static int update_extended(int ring_fd, unsigned int slot,
+			   const struct dbr_regbuf_desc *desc)
+{
+	struct dbr_rsrc_update2 up = {
+		.offset	= slot,
+		.flags	= DBR_RSRC_UPDATE_EXTENDED,
+		.data	= (__u64)(uintptr_t)desc,
+		.nr	= 1,
+	};
+	int ret;
+
+	ret = syscall(__NR_io_uring_register, ring_fd,
+		      IORING_REGISTER_BUFFERS_UPDATE, &up, sizeof(up));
+	return ret < 0 ? -errno : ret;
+}
+
+int dbr_ring_install_dmabuf(struct dbr_ring *r, unsigned int slot,
+			    int dmabuf_fd, int target_fd)
+{
+	struct dbr_regbuf_desc desc = {
+		.type		= DBR_REGBUF_TYPE_DMABUF,
+		.dmabuf_fd	= dmabuf_fd,
+		.target_fd	= target_fd,
+	};
+	int ret;
+
+	if (slot >= r->nr_bufs)
+		return -EINVAL;
+	ret = update_extended(r->ring.ring_fd, slot, &desc);
+	if (ret < 0)
+		return ret;
+	return ret == 1 ? 0 : -EIO;
+}
+
+int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf)
+{
+	struct dbr_regbuf_desc desc = { .type = DBR_REGBUF_TYPE_EMPTY };
+	struct iovec iov = { 0 };
+	__u64 tag = 0;
+	int ret;
+
+	if (slot >= r->nr_bufs)
+		return -EINVAL;
+	if (dmabuf)
+		ret = update_extended(r->ring.ring_fd, slot, &desc);
+	else
+		ret = io_uring_register_buffers_update_tag(&r->ring, slot,
+							   &iov, &tag, 1);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Does this kernel speak the series' extended buffer update? Clearing an
+ * empty slot with an EMPTY descriptor is harmless everywhere: kernels without
+ * the series reject the non-zero flags word with EINVAL, kernels built
+ * without its config answer EOPNOTSUPP. Returns 0 when supported, else the
+ * kernel's negative errno.
+ */
+int dbr_probe_p2p(void)
+{
+	struct dbr_ring_params p = { .entries = 2, .sqpoll_cpu = -1 };
+	struct dbr_regbuf_desc desc = { .type = DBR_REGBUF_TYPE_EMPTY };
+	struct dbr_ring r;
+	int ret;
+
+	ret = dbr_ring_init(&r, &p);
+	if (ret < 0)
+		return ret;
+	ret = dbr_ring_register_buf_table(&r, 1);
+	if (!ret)
+		ret = update_extended(r.ring.ring_fd, 0, &desc);
+	dbr_ring_exit(&r);
+	return ret < 0 ? ret : 0;
+}
+
+static void prep_sqe(struct io_uring_sqe *sqe, const struct dbr_req *req)
+{
+	void *addr = (void *)(uintptr_t)req->addr;
+
+	switch (req->op) {
+	case DBR_OP_READ:
+		io_uring_prep_read_fixed(sqe, req->fd, addr, req->len,
+					 req->off, req->buf_index);
+		break;
+	case DBR_OP_WRITE:
+		io_uring_prep_write_fixed(sqe, req->fd, addr, req->len,
+					  req->off, req->buf_index);
+		break;
+	case DBR_OP_FSYNC:
+		io_uring_prep_fsync(sqe, req->fd, 0);
+		break;
+	case DBR_OP_FDATASYNC:
+		io_uring_prep_fsync(sqe, req->fd, IORING_FSYNC_DATASYNC);
+		break;
+	}
+	if (req->fixed_file)
+		io_uring_sqe_set_flags(sqe, IOSQE_FIXED_FILE);
+	io_uring_sqe_set_data(sqe, (void *)req);
+}
+
+static int queue_sqe(struct dbr_ring *r, const struct dbr_req *req)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	prep_sqe(sqe, req);
+	r->unsubmitted++;
+	return 0;
+}
+
+/* Queue one request; it reaches the kernel on the next dbr_ring_submit(). */
+int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req)
+{
+	int ret;
+
+	req->res = 0;
+	req->reissues = 0;
+	ret = queue_sqe(r, req);
+	if (!ret)
+		r->inflight++;
+	return ret;
+}
+
+/* Submit what is queued, and wait for wait_nr completions in one enter. */
+int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
+{
+	int ret;
+
+	if (!r->unsubmitted && !wait_nr)
+		return 0;
+	do {
+		ret = io_uring_submit_and_wait(&r->ring, wait_nr);
+	} while (ret == -EINTR);
+	if (ret < 0)
+		return ret;
+	r->unsubmitted -= (unsigned int)ret < r->unsubmitted ?
+			  (unsigned int)ret : r->unsubmitted;
+	return ret;
+}
+
+/*
+ * Account one completion. A -EAGAIN is part of the series' contract (the
+ * exporter may have moved the memory): the identical request goes back into
+ * the SQ and the caller sees nothing. Returns 1 when req is complete, 0 when
+ * it was reissued, or a negative errno when it could not be reissued.
+ */
+int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res)
+{
+	if (res == -EAGAIN && req->reissues < DBR_MAX_REISSUE) {
+		int ret = queue_sqe(r, req);
+
+		if (ret < 0) {
+			req->res = res;
+			r->inflight--;
+			return ret;
+		}
+		req->reissues++;
+		r->reissues++;
+		return 0;
+	}
+	req->res = res;
+	r->inflight--;
+	return 1;
+}
+
+static unsigned int pop_stash(struct dbr_ring *r, struct dbr_req **done,
+			      unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (r->stash && n < max) {
+		done[n++] = r->stash;
+		r->stash = r->stash->next;
+	}
+	if (!r->stash)
+		r->stash_tail = &r->stash;
+	return n;
+}
+
+/*
+ * Collect up to max completed requests without blocking. With DEFER_TASKRUN
+ * the kernel posts completions only when asked, so ask first when the CQ
+ * looks empty.
+ */
+static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
+			      unsigned int max)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int n = 0, head, seen = 0;
+
+	if ((r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && r->inflight &&
+	    !io_uring_cq_ready(&r->ring))
+		io_uring_get_events(&r->ring);
+
+	io_uring_for_each_cqe(&r->ring, head, cqe) {
+		struct dbr_req *req = io_uring_cqe_get_data(cqe);
+		int ret;
+
+		if (n == max)
+			break;
+		seen++;
+		ret = dbr_ring_handle_cqe(r, req, cqe->res);
+		if (ret != 0)
+			done[n++] = req;
+	}
+	io_uring_cq_advance(&r->ring, seen);
+	return n;
+}
+
+int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max)
+{
+	unsigned int n = pop_stash(r, done, max);
+
+	return n + reap_cqes(r, done + n, max - n);
+}
+
+/*
+ * Wait until nothing is in flight, keeping the completions for later reaps.
+ * Registration changes need a quiet device.
+ */
+int dbr_ring_quiesce(struct dbr_ring *r)
+{
+	struct dbr_req *done[64];
+	int ret, n, i;
+
+	while (r->inflight) {
+		ret = dbr_ring_submit(r, 1);
+		if (ret < 0)
+			return ret;
+		n = reap_cqes(r, done, 64);
+		for (i = 0; i < n; i++) {
+			done[i]->next = NULL;
+			*r->stash_tail = done[i];
+			r->stash_tail = &done[i]->next;
+		}
+	}
+	return 0;
+}
+
+void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len)
+{
+	static const struct { unsigned int flag; const char *name; } names[] = {
+		{ IORING_SETUP_SQPOLL, "SQPOLL" },
+		{ IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER" },
+		{ IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN" },
+		{ IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN" },
+	};
+	size_t i, used = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(r->setup_flags & names[i].flag))
+			continue;
+		used += snprintf(buf + used, used < len ? len - used : 0,
+				 "%s%s", used ? "|" : "", names[i].name);
+	}
+	if (!used)
+		snprintf(buf, len, "none");
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The io_uring side of dmabuf_uring, free of fio: ring set-up with what the
+ * running kernel offers, the registered-buffer table (host iovecs and
+ * dma-bufs), request submission and completion reaping with transparent
+ * reissue of -EAGAIN completions.
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on
+ * failure; nothing here prints. The caller composes the user's message.
+ */
+#ifndef DBR_RING_H
+#define DBR_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <liburing.h>
+
+/* consecutive -EAGAIN completions of one request before we give up on it */
+#define DBR_MAX_REISSUE		1024
+
+enum dbr_op {
+	DBR_OP_READ,
+	DBR_OP_WRITE,
+	DBR_OP_FSYNC,
+	DBR_OP_FDATASYNC,
+};
+
+/*
+ * One I/O as the ring sees it. The owner keeps it alive until it is reaped.
+ * For dma-buf slots addr is a byte offset inside the dma-buf, for host slots a
+ * user address.
+ */
+struct dbr_req {
+	enum dbr_op op;
+	int fd;			/* fd, or fixed-file index when fixed_file */
+	bool fixed_file;
+	uint16_t buf_index;
+	uint32_t len;
+	uint64_t addr;
+	uint64_t off;
+	int res;		/* CQE result once reaped */
+	unsigned int reissues;	/* -EAGAIN reissues of this request */
+	struct dbr_req *next;	/* on the ring's stash while quiescing */
+	void *owner;
+};
+
+struct dbr_ring_params {
+	unsigned int entries;
+	bool sqpoll;
+	int sqpoll_cpu;		/* < 0: let the kernel pick */
+	bool single_issuer;	/* all submissions come from the creating task */
+};
+
+struct dbr_ring {
+	struct io_uring ring;
+	unsigned int setup_flags;	/* what the kernel accepted */
+	unsigned int nr_bufs;		/* size of the sparse buffer table */
+	unsigned int nr_files;		/* size of the sparse file table */
+	unsigned int inflight;		/* in the kernel, SQEs or CQEs pending */
+	unsigned int unsubmitted;	/* prepared SQEs not yet submitted */
+	unsigned long reissues;		/* -EAGAIN reissues over the ring's life */
+	struct dbr_req *stash;		/* completions reaped by quiesce */
+	struct dbr_req **stash_tail;
+	bool ready;
+};
+
+int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p);
+void dbr_ring_exit(struct dbr_ring *r);
+
+int dbr_ring_register_buf_table(struct dbr_ring *r, unsigned int nr);
+int dbr_ring_register_file_table(struct dbr_ring *r, unsigned int nr);
+int dbr_ring_set_file(struct dbr_ring *r, unsigned int slot, int fd);
+int dbr_ring_install_host(struct dbr_ring *r, unsigned int slot,
+			  void *addr, size_t len);
+int dbr_ring_install_dmabuf(struct dbr_ring *r, unsigned int slot,
+			    int dmabuf_fd, int target_fd);
+int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf);
+
+int dbr_probe_p2p(void);
+
+int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req);
+int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr);
+int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
+int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
+int dbr_ring_quiesce(struct dbr_ring *r);
+
+/* human-readable names of the setup flags the kernel accepted */
+void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "target.h"
+
+/* nvme<ctrl>n<ns> exactly: partitions add p<N>, multipath paths c<N>. */
+static bool is_nvme_ns_name(const char *name)
+{
+	unsigned int ctrl, ns;
+	int used = 0;
+
+	if (sscanf(name, "nvme%un%u%n", &ctrl, &ns, &used) != 2)
+		return false;
+	return name[used] == '\0';
+}
+
+int dbr_target_inspect(const char *path, struct dbr_target *t)
+{
+	char sys[96], link[512];
+	struct stat st;
+	const char *base;
+	ssize_t n;
+
+	memset(t, 0, sizeof(*t));
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode))
+		return 0;
+	t->is_blkdev = true;
+	t->rdev = st.st_rdev;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u",
+		 major(st.st_rdev), minor(st.st_rdev));
+	n = readlink(sys, link, sizeof(link) - 1);
+	if (n < 0)
+		return 0;
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	base = base ? base + 1 : link;
+	if (strlen(base) >= sizeof(t->name))
+		return 0;
+	strcpy(t->name, base);
+	strcat(sys, "/partition");
+	t->is_partition = access(sys, F_OK) == 0;
+	t->is_nvme_ns = !t->is_partition && is_nvme_ns_name(t->name);
+	return 0;
+}
+
+const char *dbr_target_kind(const struct dbr_target *t)
+{
+	if (!t->is_blkdev)
+		return "not a block device";
+	if (t->is_nvme_ns)
+		return "NVMe namespace";
+	if (t->is_partition)
+		return "a partition";
+	return "a block device that is not an NVMe namespace";
+}

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Provider registry and the buffer life cycle shared by all providers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "provider.h"
+
+/* Device providers are tried in this order by gpu=auto; host always works. */
+static const struct gpu_provider *const providers[] = {
+	&gpu_cuda_provider,
+	&gpu_hip_provider,
+	&gpu_host_provider,
+};
+
+#define NR_PROVIDERS (sizeof(providers) / sizeof(providers[0]))
+
+const struct gpu_provider *gpu_provider_by_name(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NR_PROVIDERS; i++)
+		if (!strcmp(providers[i]->name, name))
+			return providers[i];
+	return NULL;
+}
+
+/* The first provider whose runtime is present with at least one device. */
+const struct gpu_provider *gpu_provider_auto(char *why, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < NR_PROVIDERS; i++)
+		if (providers[i]->probe(why, len) > 0)
+			return providers[i];
+	return &gpu_host_provider;
+}
+
+/*
+ * dma-buf export wants page-aligned sizes; CUDA's exporter wants the
+ * allocation granularity (2 MiB), which every provider can live with.
+ */
+size_t gpu_buf_round(size_t size)
+{
+	const size_t gran = 2UL << 20;
+
+	return (size + gran - 1) & ~(gran - 1);
+}
+
+void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
+		  int dev_id, size_t size)
+{
+	memset(b, 0, sizeof(*b));
+	b->prov = prov;
+	b->dev_id = dev_id;
+	b->size = gpu_buf_round(size);
+	b->dmabuf_fd = -1;
+}
+
+int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_marks)
+{
+	return b->prov->alloc(b, nr_marks);
+}
+
+void gpu_buf_free(struct gpu_buf *b)
+{
+	if (b->prov)
+		b->prov->free(b);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory providers: where a fio thread's I/O buffer lives on the device side.
+ *
+ * Every provider sits behind one ops table and is chosen by name at run time
+ * (gpu=cuda|hip|host); the engine never knows which is underneath. A provider
+ * allocates, per fio thread, a host shadow (what fio reads and writes) and a
+ * device allocation of the same size, exports the device allocation as a
+ * dma-buf on request, and copies between the two asynchronously on one
+ * in-order stream per thread, with a completion marker per fio io_u.
+ *
+ * Functions return 0 or a negative errno; a provider may leave a short
+ * detail (the runtime's own error name) in buf->why for the top-level message.
+ * No provider is fio-aware.
+ */
+#ifndef DBR_GPU_PROVIDER_H
+#define DBR_GPU_PROVIDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum gpu_copy_dir {
+	GPU_H2D,	/* host shadow -> device */
+	GPU_D2H,	/* device -> host shadow */
+};
+
+struct gpu_provider;
+
+struct gpu_buf {
+	const struct gpu_provider *prov;
+	void *priv;		/* provider state */
+	void *host;		/* host shadow, page aligned, size bytes */
+	size_t size;
+	int dev_id;
+	int dmabuf_fd;		/* -1 until exported */
+	bool host_is_device;	/* shadow is the device memory: no copies */
+	char why[192];		/* runtime detail of the last failure */
+};
+
+struct gpu_provider {
+	const char *name;
+	/* Number of usable devices, or a negative errno (runtime missing...). */
+	int (*probe)(char *why, size_t len);
+	/*
+	 * Allocate shadow and device memory of b->size bytes on b->dev_id, with
+	 * room for nr_marks completion markers. On failure nothing is held.
+	 */
+	int (*alloc)(struct gpu_buf *b, unsigned int nr_marks);
+	/* Export the device allocation as a dma-buf into b->dmabuf_fd. */
+	int (*export_dmabuf)(struct gpu_buf *b);
+	/* Queue an async copy of [off, off + len) between shadow and device. */
+	int (*copy)(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
+		    size_t len);
+	/* Record marker 'mark' after every copy queued so far. */
+	int (*mark)(struct gpu_buf *b, unsigned int mark);
+	/* 1 when everything before marker 'mark' is done, 0 if not, <0 error */
+	int (*poll)(struct gpu_buf *b, unsigned int mark);
+	/* Block until marker 'mark' is done. */
+	int (*wait)(struct gpu_buf *b, unsigned int mark);
+	/* Release everything alloc and export_dmabuf acquired. */
+	void (*free)(struct gpu_buf *b);
+};
+
+extern const struct gpu_provider gpu_host_provider;
+extern const struct gpu_provider gpu_cuda_provider;
+extern const struct gpu_provider gpu_hip_provider;
+
+const struct gpu_provider *gpu_provider_by_name(const char *name);
+const struct gpu_provider *gpu_provider_auto(char *why, size_t len);
+
+void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
+		  int dev_id, size_t size);
+int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_marks);
+void gpu_buf_free(struct gpu_buf *b);
+
+/* Round a buffer size up to what every provider can allocate and export. */
+size_t gpu_buf_round(size_t size);
+
+#endif

@@ -1,0 +1,91 @@
+# Shared helpers for the shell tests. Sourced, not run.
+#
+# Environment (set by make check, or by hand):
+#   FIO      the fio binary built from the tree the engine was compiled against
+#   ENGINE   path to libdmabuf_uring.so
+#   SRCDIR   source tree, BUILDDIR build tree
+# Exit codes follow automake: 0 pass, 77 skip, 99 hard error, else fail.
+
+set -u
+
+: "${SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${BUILDDIR:=$SRCDIR}"
+: "${FIO:=$SRCDIR/build-deps/fio-3.33/fio}"
+: "${ENGINE:=$BUILDDIR/.libs/libdmabuf_uring.so}"
+
+# ASan builds: fio itself is not instrumented, so the runtime must come first.
+if [ -n "${DBR_ASAN_PRELOAD:-}" ]; then
+	export LD_PRELOAD="$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"
+fi
+
+TEST_NAME=$(basename "$0" .sh)
+TMPD=$(mktemp -d "${TMPDIR:-/tmp}/dbr-$TEST_NAME.XXXXXX")
+_cleanups=()
+_cleanup() {
+	local i
+	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[i]}" || true; done
+	rm -rf "$TMPD"
+}
+trap _cleanup EXIT
+at_exit() { _cleanups+=("$*"); }
+
+PASSED=0
+FAILED=0
+log() { echo "[$TEST_NAME] $*"; }
+skip() { echo "SKIP: $TEST_NAME: $*"; exit 77; }
+die() { echo "ERROR: $TEST_NAME: $*"; exit 99; }
+pass() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "not ok - $*"; }
+# finish: exit status from the checks made
+finish() {
+	echo "$TEST_NAME: $PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+}
+
+[ -x "$FIO" ] || die "fio not found at $FIO (run scripts/get-fio, or set FIO)"
+[ -f "$ENGINE" ] || die "engine not built at $ENGINE (run make)"
+
+# fio with this engine; extra arguments are fio options
+dbr_fio() {
+	"$FIO" --ioengine="external:$ENGINE" "$@"
+}
+
+# run_ok NAME FIO-ARGS...: fio must exit 0 with no error in its output
+run_ok() {
+	local name=$1 out=$TMPD/$1.out
+	shift
+	if dbr_fio "$@" >"$out" 2>&1 && ! grep -q "err= *[1-9]" "$out"; then
+		pass "$name"
+	else
+		fail "$name"
+		sed 's/^/    /' "$out" | tail -25
+	fi
+}
+
+# run_refused NAME REGEX FIO-ARGS...: fio must exit non-zero and print a
+# dmabuf_uring line matching REGEX (one line: cause and fix)
+run_refused() {
+	local name=$1 re=$2 out=$TMPD/$1.out rc=0
+	shift 2
+	dbr_fio "$@" >"$out" 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ] && grep -E "^dmabuf_uring: .*$re" "$out" >/dev/null; then
+		pass "$name (exit $rc): $(grep -m1 '^dmabuf_uring: ' "$out" | cut -c1-150)"
+	else
+		fail "$name: want a non-zero exit and a dmabuf_uring line matching /$re/ (exit $rc)"
+		sed 's/^/    /' "$out" | tail -20
+	fi
+}
+
+# a scratch file of SIZE (fio lays it out itself when absent)
+scratch_file() { echo "$TMPD/${1:-data}.bin"; }
+
+# a loop block device over a scratch file; prints the device
+loop_dev() {
+	local size=${1:-64M} img=$TMPD/loop-$RANDOM.img dev
+	[ "$(id -u)" -eq 0 ] || return 1
+	truncate -s "$size" "$img"
+	dev=$(losetup --find --show --direct-io=on "$img" 2>/dev/null) ||
+		dev=$(losetup --find --show "$img" 2>/dev/null) || return 1
+	at_exit "losetup -d $dev"
+	echo "$dev"
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Job-level decisions that do not need fio: option values, the checks that
+ * turn bad input into one clear message, device id selection and the
+ * io_u -> registered-buffer address mapping. Unit tested on their own.
+ */
+#ifndef DBR_CONFIG_H
+#define DBR_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum dbr_transfer {
+	DBR_XFER_P2P	= 0,
+	DBR_XFER_BOUNCE	= 1,
+	DBR_XFER_AUTO	= 2,
+};
+
+enum dbr_gpu_sync {
+	DBR_SYNC_OFF	= 0,
+	DBR_SYNC_ON	= 1,
+	DBR_SYNC_AUTO	= 2,
+};
+
+#define DBR_MAX_DEV_IDS	64
+
+/* What the checks need to know about a fio job, filled in by the fio glue. */
+struct dbr_job {
+	enum dbr_transfer transfer;
+	bool direct;
+	bool hipri;
+	bool does_trim;
+	bool verify;
+	size_t buf_bytes;	/* the thread's buffer area */
+	unsigned int maps_per_dev; /* dma-buf registrations on one device */
+};
+
+int dbr_check_job(const struct dbr_job *j, char *msg, size_t len);
+int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
+int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
+bool dbr_gpu_sync_on(enum dbr_gpu_sync s, bool verify);
+const char *dbr_transfer_name(enum dbr_transfer t);
+
+/*
+ * Address of an io_u's buffer as the ring wants it: for a dma-buf slot the
+ * byte offset inside the dma-buf (the kernel's registered base is 0), for a
+ * host slot the user address itself.
+ */
+static inline uint64_t dbr_io_addr(bool dmabuf, const void *base,
+				   const void *buf)
+{
+	if (dmabuf)
+		return (uint64_t)((const char *)buf - (const char *)base);
+	return (uint64_t)(uintptr_t)buf;
+}
+
+#endif

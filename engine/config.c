@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "dbr_config.h"
 #include "dbr_uapi.h"
 
 const char *dbr_transfer_name(enum dbr_transfer t)

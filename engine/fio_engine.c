@@ -26,7 +26,7 @@
 #include "optgroup.h"
 #include "verify.h"
 
-#include "config.h"
+#include "dbr_config.h"
 #include "provider.h"
 #include "ring.h"
 #include "target.h"

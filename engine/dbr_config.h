@@ -4,8 +4,8 @@
  * turn bad input into one clear message, device id selection and the
  * io_u -> registered-buffer address mapping. Unit tested on their own.
  */
-#ifndef DBR_CONFIG_H
-#define DBR_CONFIG_H
+#ifndef DBR_DBR_CONFIG_H
+#define DBR_DBR_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>

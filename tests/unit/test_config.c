@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/* Option checks, device id selection and the io_u -> buffer address map. */
+#include <errno.h>
+#include <string.h>
+
+#include "check.h"
+#include "dbr_config.h"
+#include "dbr_uapi.h"
+
+static struct dbr_job good_job(void)
+{
+	struct dbr_job j = {
+		.transfer	= DBR_XFER_P2P,
+		.direct		= true,
+		.buf_bytes	= 32 * 4096,
+		.maps_per_dev	= 1,
+	};
+	return j;
+}
+
+static void test_check_job(void)
+{
+	struct dbr_job j = good_job();
+	char msg[512];
+
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "a plain p2p job passes");
+
+	j = good_job();
+	j.direct = false;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "direct=1"), "p2p with direct=0 is refused naming direct=1: %s", msg);
+	j.transfer = DBR_XFER_BOUNCE;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "bounce with direct=0 passes");
+
+	j = good_job();
+	j.hipri = true;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "hipri"), "hipri is refused: %s", msg);
+
+	j = good_job();
+	j.does_trim = true;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EOPNOTSUPP &&
+	      strstr(msg, "trim"), "trim is refused: %s", msg);
+
+	j = good_job();
+	j.buf_bytes = DBR_REGBUF_MAX_BYTES;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "exactly 1 GiB passes");
+	j.buf_bytes = DBR_REGBUF_MAX_BYTES + 4096;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG &&
+	      strstr(msg, "iodepth"), "over 1 GiB is refused naming iodepth/bs: %s", msg);
+	j.transfer = DBR_XFER_BOUNCE;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG,
+	      "the 1 GiB limit holds for host fixed buffers too");
+
+	j = good_job();
+	j.maps_per_dev = DBR_MAX_MAPS_PER_DEV;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "256 mappings on a device pass");
+	j.maps_per_dev = DBR_MAX_MAPS_PER_DEV + 1;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG &&
+	      strstr(msg, "257"), "257 mappings are refused: %s", msg);
+	j.transfer = DBR_XFER_BOUNCE;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0,
+	      "bounce registers no dma-buf, so no mapping limit");
+}
+
+static void test_dev_ids(void)
+{
+	int ids[DBR_MAX_DEV_IDS];
+	char msg[256];
+	int n;
+
+	n = dbr_parse_dev_ids("0:1:3", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg));
+	CHECK(n == 3 && ids[0] == 0 && ids[1] == 1 && ids[2] == 3, "0:1:3 parses");
+	n = dbr_parse_dev_ids("", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg));
+	CHECK(n == 1 && ids[0] == 0, "empty means device 0");
+	n = dbr_parse_dev_ids("1:1", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg));
+	CHECK(n == 2 && ids[0] == 1 && ids[1] == 1, "repeated entries are allowed");
+	CHECK(dbr_parse_dev_ids("0:x", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "gpu_dev_ids=0:x"), "garbage is refused: %s", msg);
+	CHECK(dbr_parse_dev_ids("0:", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL,
+	      "a trailing ':' is refused");
+	CHECK(dbr_parse_dev_ids("-1", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL,
+	      "negative ordinals are refused");
+	CHECK(dbr_parse_dev_ids("0:1:2", ids, 2, msg, sizeof(msg)) == -EINVAL,
+	      "too many entries are refused");
+
+	ids[0] = 0;
+	ids[1] = 1;
+	CHECK(dbr_pick_dev(ids, 2, 0) == 0 && dbr_pick_dev(ids, 2, 1) == 1 &&
+	      dbr_pick_dev(ids, 2, 2) == 0 && dbr_pick_dev(ids, 2, 5) == 1,
+	      "thread i uses entry i mod n");
+}
+
+static void test_addr_map(void)
+{
+	static char area[1 << 16];
+
+	CHECK(dbr_io_addr(true, area, area) == 0, "first io_u is at dma-buf offset 0");
+	CHECK(dbr_io_addr(true, area, area + 12288) == 12288,
+	      "a dma-buf address is the offset inside the buffer");
+	CHECK(dbr_io_addr(false, area, area + 12288) == (uint64_t)(uintptr_t)(area + 12288),
+	      "a host-slot address is the user address");
+}
+
+static void test_gpu_sync(void)
+{
+	CHECK(dbr_gpu_sync_on(DBR_SYNC_AUTO, true), "auto syncs when verify is set");
+	CHECK(!dbr_gpu_sync_on(DBR_SYNC_AUTO, false), "auto does not sync without verify");
+	CHECK(dbr_gpu_sync_on(DBR_SYNC_ON, false), "1 always syncs");
+	CHECK(!dbr_gpu_sync_on(DBR_SYNC_OFF, true), "0 never syncs");
+}
+
+int main(void)
+{
+	test_check_job();
+	test_dev_ids();
+	test_addr_map();
+	test_gpu_sync();
+	return check_done("test_config");
+}

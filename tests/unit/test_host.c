@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The host provider and the provider registry: allocation, the udmabuf
+ * export (real where /dev/udmabuf exists, the clear refusal where it does
+ * not), and that free releases every descriptor and mapping.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "provider.h"
+
+static void test_registry(void)
+{
+	char why[192] = "";
+	const struct gpu_provider *p;
+
+	CHECK(gpu_provider_by_name("host") == &gpu_host_provider, "host by name");
+	CHECK(gpu_provider_by_name("cuda") && gpu_provider_by_name("hip"),
+	      "cuda and hip answer by name even when absent");
+	CHECK(gpu_provider_by_name("opencl") == NULL, "unknown names are NULL");
+	p = gpu_provider_auto(why, sizeof(why));
+	CHECK(p && p->probe(why, sizeof(why)) > 0,
+	      "gpu=auto picks a provider with a device: %s", p ? p->name : "none");
+	CHECK(gpu_buf_round(1) == 2u << 20 && gpu_buf_round(2u << 20) == 2u << 20,
+	      "sizes round up to the 2 MiB export granularity");
+}
+
+static bool fdinfo_has(int fd, const char *what)
+{
+	char path[64], line[256];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, what))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+static void test_host_buf(void)
+{
+	int fds = count_fds(), ret;
+	struct gpu_buf b;
+
+	gpu_buf_init(&b, &gpu_host_provider, 0, 3 << 20);
+	CHECK(b.size == 4u << 20 && b.dmabuf_fd == -1, "buffer sized to 4 MiB");
+	ret = gpu_buf_alloc(&b, 8);
+	CHECK(ret == 0 && b.host && b.host_is_device, "host memory allocated (%d)", ret);
+	if (ret)
+		return;
+	memset(b.host, 0x5a, b.size);
+	CHECK(b.prov->copy(&b, GPU_H2D, 0, 4096) == 0 && b.prov->mark(&b, 3) == 0 &&
+	      b.prov->poll(&b, 3) == 1 && b.prov->wait(&b, 3) == 0,
+	      "copies and markers complete at once: the shadow is the memory");
+
+	ret = b.prov->export_dmabuf(&b);
+	if (access("/dev/udmabuf", F_OK) == 0) {
+		CHECK(ret == 0 && b.dmabuf_fd >= 0 &&
+		      fdinfo_has(b.dmabuf_fd, "udmabuf"),
+		      "exported through /dev/udmabuf (%d)", ret);
+	} else {
+		CHECK(ret < 0 && b.dmabuf_fd == -1 && strstr(b.why, "CONFIG_UDMABUF"),
+		      "no /dev/udmabuf: refused with the fix: %s", b.why);
+	}
+	gpu_buf_free(&b);
+	CHECK(count_fds() == fds && b.host == NULL && b.dmabuf_fd == -1,
+	      "free releases the memfd, mapping and dma-buf");
+	gpu_buf_free(&b);
+	CHECK(count_fds() == fds, "a second free is harmless");
+}
+
+int main(void)
+{
+	test_registry();
+	test_host_buf();
+	return check_done("test_host");
+}

@@ -247,6 +247,25 @@ static int dbr_fail(struct thread_data *td, int err, const char *func,
 	return 1;
 }
 
+/*
+ * What the engine has to say (which path runs, reissue counts) goes with
+ * fio's normal output; with --output-format=json or terse it goes to stderr,
+ * so stdout stays parseable.
+ */
+static void dbr_info(const char *fmt, ...)
+{
+	char line[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (output_format & FIO_OUTPUT_NORMAL)
+		log_info("%s: %s\n", DBR_NAME, line);
+	else
+		log_err("%s: %s\n", DBR_NAME, line);
+}
+
 static bool dbr_first_thread(struct thread_data *td)
 {
 	return td->subjob_number == 0;
@@ -384,7 +403,7 @@ static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	if (*xfer == DBR_XFER_AUTO) {
 		*xfer = err ? DBR_XFER_BOUNCE : DBR_XFER_P2P;
 		if (dbr_first_thread(td))
-			log_info("%s: transfer=auto -> %s%s%s\n", DBR_NAME,
+			dbr_info("transfer=auto -> %s%s%s",
 				 dbr_transfer_name(*xfer), err ? ": " : "", why);
 		return 0;
 	}
@@ -639,8 +658,8 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 	if (!dbr_first_thread(td))
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
-	log_info("%s: %s: gpu=%s dev=%d transfer=%s%s (%s), ring %s\n",
-		 DBR_NAME, td->o.name, dd->prov->name, dd->buf.dev_id,
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s",
+		 td->o.name, dd->prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce", dd->sync ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
 		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
@@ -695,7 +714,8 @@ static int dbr_open_file(struct thread_data *td, struct fio_file *f)
 	int ret;
 
 	ret = generic_open_file(td, f);
-	if (ret)
+	/* fio also opens block devices to size them, before init */
+	if (ret || !dd)
 		return ret;
 	if (o->registerfiles) {
 		ret = dbr_ring_set_file(&dd->ring, f->fileno, f->fd);
@@ -1016,8 +1036,8 @@ static void dbr_cleanup(struct thread_data *td)
 	if (!dd)
 		return;
 	if (dd->ring.ready && (dd->ring.reissues || dd->copies))
-		log_info("%s: %s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies\n",
-			 DBR_NAME, td->o.name, td->subjob_number,
+		dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies",
+			 td->o.name, td->subjob_number,
 			 dd->ring.reissues, dd->ring.reissues == 1 ? "" : "s",
 			 dd->copies);
 	dbr_unregister_all(dd);

@@ -1,1 +1,59 @@
-exit 77
+#!/usr/bin/env bash
+# Every bad input that can be reached without a GPU or an NVMe device: fio
+# must exit non-zero, and the engine must print one line naming the cause
+# and the fix. Cases needing NVMe live in the VM rig, GPU cases in tests/gpu.
+. "$(dirname "$0")/../lib.sh"
+
+f=$(scratch_file)
+base=(--name=bad --filename="$f" --size=4m --bs=4k --iodepth=4 --rw=randread)
+
+run_refused p2p-buffered "transfer=p2p needs direct=1" \
+	"${base[@]}" --gpu=host --transfer=p2p --direct=0
+
+# p2p on a kernel without the series (every released kernel) and on a file
+run_refused p2p-regular-file "transfer=p2p cannot run:.*$f is not a block device.*Use transfer=bounce" \
+	"${base[@]}" --gpu=host --transfer=p2p --direct=1
+if grep -q "lacks the io_uring dma-buf series" "$TMPD/p2p-regular-file.out"; then
+	pass "p2p names the missing kernel series"
+elif [ "${DBR_EXPECT_SERIES:-0}" = 1 ]; then
+	pass "kernel has the series: p2p does not blame it"
+else
+	fail "p2p on $(uname -r): the kernel reason is missing"
+fi
+grep -q "err=95" "$TMPD/p2p-regular-file.out" && pass "p2p refusal carries ENOTSUP (95)" ||
+	fail "p2p refusal carries ENOTSUP (95)"
+
+if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 16M); then
+	run_refused p2p-loop-device "$(basename "$dev") is a block device that is not an NVMe namespace" \
+		--name=bad --filename="$dev" --size=4m --bs=4k --rw=read --gpu=host \
+		--transfer=p2p --direct=1
+	# 257 dma-buf registrations on one device: refused before any is made
+	run_refused p2p-too-many-maps "257 dma-buf registrations on one device.*over the kernel's 256" \
+		--name=bad --filename="$dev" --size=4m --bs=4k --rw=read --gpu=host \
+		--transfer=p2p --direct=1 --numjobs=257 --thread
+else
+	skip_note="loop devices need root and a free loop device"
+	fail "p2p-loop-device: $skip_note"
+fi
+
+run_refused hipri "hipri \(IOPOLL\) is not supported.*drop hipri" \
+	"${base[@]}" --gpu=host --transfer=bounce --hipri
+run_refused trim "trim is not supported" \
+	--name=bad --filename="$f" --size=4m --bs=4k --rw=randtrim --gpu=host --transfer=bounce
+run_refused buffer-over-1g "buffer area \(2048 MiB = iodepth x max bs\) is over the 1024 MiB.*lower iodepth or bs" \
+	--name=bad --filename="$f" --size=32m --bs=16m --iodepth=128 --rw=read --gpu=host \
+	--transfer=bounce
+run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=host sees 1 device" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:3 --numjobs=2 --thread
+run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
+
+# values fio's own parser rejects: non-zero exit is all we can ask
+for opt in --transfer=dma --gpu=opencl --gpu_sync=2; do
+	if dbr_fio "${base[@]}" "$opt" >"$TMPD/parse.out" 2>&1; then
+		fail "fio accepted $opt"
+	else
+		pass "fio's option parser rejects $opt"
+	fi
+done
+finish

@@ -1,1 +1,55 @@
-exit 77
+#!/usr/bin/env bash
+# fio's own distributed mode: the engine loads and runs inside `fio --server`
+# driven by `fio --client` over loopback, with verify, and the engine's
+# messages reach the client.
+. "$(dirname "$0")/../lib.sh"
+
+port=$((20000 + RANDOM % 20000))
+"$FIO" --server=ip:127.0.0.1,$port --daemonize="$TMPD/server.pid" >"$TMPD/server.log" 2>&1 ||
+	die "fio --server did not start"
+at_exit 'kill $(cat "$TMPD/server.pid") 2>/dev/null'
+for _ in $(seq 50); do
+	ss -ltn 2>/dev/null | grep -q ":$port " && break
+	sleep 0.1
+done
+
+cat >"$TMPD/job.fio" <<JOB
+[global]
+ioengine=external:$ENGINE
+gpu=host
+transfer=auto
+direct=1
+size=8m
+bs=4k
+iodepth=16
+verify=crc32c
+verify_fatal=1
+
+[cs]
+directory=$TMPD
+rw=randwrite
+numjobs=2
+thread
+JOB
+
+if "$FIO" --client=ip:127.0.0.1,$port "$TMPD/job.fio" >"$TMPD/client.out" 2>&1 &&
+	! grep -q "err= *[1-9]" "$TMPD/client.out"; then
+	pass "job ran through fio --client/--server with verify"
+else
+	fail "job ran through fio --client/--server with verify"
+	tail -20 "$TMPD/client.out"
+fi
+grep -q "dmabuf_uring: transfer=auto -> bounce" "$TMPD/client.out" &&
+	pass "the engine's path line reaches the client" ||
+	fail "the engine's path line reaches the client"
+
+# a refusal on the server side fails the client run too
+sed -i 's/^transfer=auto/transfer=p2p/' "$TMPD/job.fio"
+if "$FIO" --client=ip:127.0.0.1,$port "$TMPD/job.fio" >"$TMPD/client-bad.out" 2>&1; then
+	fail "a p2p refusal on the server fails the client run"
+else
+	grep -q "transfer=p2p cannot run" "$TMPD/client-bad.out" &&
+		pass "a p2p refusal on the server fails the client run, with the reason" ||
+		{ fail "p2p refusal reason missing at the client"; tail -10 "$TMPD/client-bad.out"; }
+fi
+finish

@@ -1,0 +1,239 @@
+"""fio side of scripts/perf: derive job files, run fio, read its JSON.
+
+Stdlib only (Debian's python3). Nothing here prints; callers report.
+"""
+import json
+import os
+import re
+import subprocess
+
+# Options only this engine knows: dropped when the same job runs on another
+# engine, so fio does not refuse the job file.
+DBR_ONLY_OPTIONS = {"gpu", "gpu_dev_ids", "transfer", "gpu_sync"}
+# io_uring options that libcufile does not know.
+IOURING_OPTIONS = {"registerfiles", "sqthread_poll", "sqthread_poll_cpu",
+                   "fixedbufs", "hipri", "nonvectored", "uncached",
+                   "nowait", "force_async"}
+
+# The engines a case can run on. 'dbr' is this engine.
+IMPLS = ("dbr", "io_uring", "libcufile")
+
+
+class JobFileError(Exception):
+    pass
+
+
+def expand_env(text, env):
+    """Expand ${VAR} as fio does, but refuse unset variables by name:
+    fio silently substitutes an empty string, which for filename= means a
+    file named after the job in the current directory."""
+    missing = []
+
+    def sub(m):
+        name = m.group(1)
+        if name not in env:
+            missing.append(name)
+            return ""
+        return env[name]
+
+    out = re.sub(r"\$\{([^}]+)\}", sub, text)
+    if missing:
+        raise JobFileError("unset environment variable%s: %s" %
+                           ("s" if len(set(missing)) > 1 else "",
+                            ", ".join(sorted(set(missing)))))
+    return out
+
+
+def parse_job(text):
+    """A fio job file as [(section, [(key, value_or_None, raw_line)])].
+    Lines before the first section land in section None."""
+    sections = [(None, [])]
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            sections[-1][1].append((None, None, raw))
+            continue
+        m = re.match(r"^\[(.+)\]$", line)
+        if m:
+            sections.append((m.group(1).strip(), []))
+            continue
+        key, sep, value = line.partition("=")
+        sections[-1][1].append((key.strip(), value.strip() if sep else None,
+                                raw))
+    return sections
+
+
+def job_option(sections, key):
+    """The value a key has for the (last) job section, [global] as default."""
+    value = None
+    for name, lines in sections:
+        if name is None:
+            continue
+        for k, v, _ in lines:
+            if k == key:
+                value = v if v is not None else ""
+    return value
+
+
+def job_names(sections):
+    return [name for name, _ in sections if name not in (None, "global")]
+
+
+def impl_overrides(impl, engine_path):
+    """Options that put a job on one implementation, and the options to
+    drop from it."""
+    if impl == "dbr":
+        return {"ioengine": "external:" + engine_path}, set()
+    if impl == "io_uring":
+        # fio's own engine at its best on host memory: fixed buffers and
+        # registered files, as the overhead comparison asks
+        return ({"ioengine": "io_uring", "fixedbufs": "1",
+                 "registerfiles": "1"}, DBR_ONLY_OPTIONS)
+    if impl == "libcufile":
+        # GPUDirect Storage through cuFile; gpu_dev_ids has the same syntax.
+        # cudaMalloc per process does not scale: threads, as fio's examples
+        return ({"ioengine": "libcufile", "cuda_io": "cufile",
+                 "thread": "1"},
+                (DBR_ONLY_OPTIONS - {"gpu_dev_ids"}) | IOURING_OPTIONS)
+    raise ValueError("unknown implementation %r" % impl)
+
+
+def derive_job(text, overrides, drop=(), env=None, header=""):
+    """A self-contained job file: ${VAR} expanded, options in drop removed
+    everywhere, and overrides appended to [global] and to every job section
+    (a job section's own setting would otherwise win over [global])."""
+    text = expand_env(text, os.environ if env is None else env)
+    sections = parse_job(text)
+    override_keys = set(overrides)
+    out = [header] if header else []
+    for name, lines in sections:
+        if name is not None:
+            out.append("[%s]" % name)
+        for k, v, raw in lines:
+            if k is not None and (k in drop or k in override_keys):
+                continue
+            out.append(raw)
+        if name is not None:
+            for k, v in overrides.items():
+                out.append(k if v is None else "%s=%s" % (k, v))
+    if not any(name == "global" for name, _ in sections) and overrides:
+        glob = ["[global]"] + ["%s=%s" % kv for kv in overrides.items()]
+        out = out[:1 if header else 0] + glob + out[1 if header else 0:]
+    return "\n".join(out) + "\n"
+
+
+def fio_has_engine(fio, name):
+    """Was fio built with this engine? (libcufile needs CUDA at fio's build)"""
+    try:
+        r = subprocess.run([fio, "--enghelp=" + name], capture_output=True,
+                           text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def fio_command(fio, jobfile, hosts=()):
+    """fio's command line for one case; with hosts, fio's client/server
+    mode drives `fio --server` on each of them with the same job."""
+    cmd = [fio, "--output-format=json+"]
+    if not hosts:
+        return cmd + [jobfile]
+    for h in hosts:
+        cmd += ["--client=" + h, jobfile]
+    return cmd
+
+
+def run_fio(cmd, timeout):
+    """Run fio; returns (exit status, combined output)."""
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout or ""
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        return 124, out + "\nscripts/perf: fio ran past %ds\n" % timeout
+    return r.returncode, r.stdout
+
+
+class FioOutputError(Exception):
+    pass
+
+
+def split_output(text):
+    """fio's JSON document and the lines around it (engine notes such as
+    'dmabuf_uring: ... transfer=bounce', errors, client prefixes)."""
+    m = re.search(r"^\{", text, re.M)
+    if not m:
+        raise FioOutputError("no JSON in fio's output")
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text[m.start():])
+    except ValueError as e:
+        raise FioOutputError("fio's JSON does not parse: %s" % e)
+    notes = text[:m.start()] + text[m.start() + end:]
+    return doc, [l for l in notes.splitlines() if l.strip()]
+
+
+# Latency percentiles reported (from merged histogram bins).
+PERCENTILES = (50.0, 99.0, 99.9)
+
+
+def _percentile_from_bins(bins, pct):
+    total = sum(bins.values())
+    if not total:
+        return None
+    want = total * pct / 100.0
+    seen = 0
+    for value in sorted(bins):
+        seen += bins[value]
+        if seen >= want:
+            return value
+    return max(bins)
+
+
+def summarize(doc):
+    """One case's figures from fio's JSON(+): totals over every job (and
+    every client), latency percentiles from the merged clat histograms so
+    they are exact for the whole case, not an average of per-job ones."""
+    jobs = doc.get("jobs")
+    if jobs is None:
+        jobs = [j for j in doc.get("client_stats", [])
+                if j.get("jobname") != "All clients"]
+    if not jobs:
+        raise FioOutputError("fio's JSON has no jobs")
+    s = {"iops": 0.0, "bw_bytes": 0.0, "ios": 0, "read_iops": 0.0,
+         "write_iops": 0.0, "cpu_s": 0.0, "errors": [], "jobs": len(jobs),
+         "hosts": sorted({j.get("hostname", "local") for j in jobs})}
+    bins = {}
+    lat_means = []
+    for j in jobs:
+        if j.get("error"):
+            s["errors"].append("%s: error %s" % (j.get("jobname"),
+                                                  j.get("error")))
+        runtime_s = 0.0
+        for ddir in ("read", "write"):
+            d = j.get(ddir) or {}
+            s["iops"] += d.get("iops", 0.0)
+            s[ddir + "_iops"] += d.get("iops", 0.0)
+            s["bw_bytes"] += d.get("bw_bytes", 0)
+            s["ios"] += d.get("total_ios", 0)
+            runtime_s = max(runtime_s, d.get("runtime", 0) / 1000.0)
+            clat = d.get("clat_ns") or {}
+            for k, v in (clat.get("bins") or {}).items():
+                bins[int(k)] = bins.get(int(k), 0) + v
+            if clat.get("N"):
+                lat_means.append((clat["mean"], clat["N"]))
+        run_s = j.get("job_runtime", 0) / 1000.0 or runtime_s
+        s["cpu_s"] += (j.get("usr_cpu", 0) + j.get("sys_cpu", 0)) / 100.0 * run_s
+    # CPU time of the job threads per I/O: robust against other load on the
+    # machine, which IOPS is not (fio measures it per job with getrusage)
+    s["cpu_us_per_io"] = s["cpu_s"] * 1e6 / s["ios"] if s["ios"] else None
+    for p in PERCENTILES:
+        v = _percentile_from_bins(bins, p)
+        s["clat_p%g_us" % p] = v / 1000.0 if v is not None else None
+    n = sum(c for _, c in lat_means)
+    s["clat_mean_us"] = (sum(m * c for m, c in lat_means) / n / 1000.0
+                         if n else None)
+    del s["cpu_s"]
+    return s

@@ -1,0 +1,320 @@
+"""Results side of scripts/perf: aggregate repetitions, ratios between
+implementations, Markdown/CSV tables, an SVG plot, baselines.
+
+Stdlib only (Debian's python3). The plot is SVG written by hand so that no
+plotting package is needed on CI machines.
+"""
+import csv
+import datetime
+import io
+import json
+import statistics
+
+BASELINE_VERSION = 1
+METRICS = ("iops", "bw_bytes", "cpu_us_per_io", "clat_mean_us",
+           "clat_p50_us", "clat_p99_us", "clat_p99.9_us")
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def aggregate(records):
+    """records: [{'id', 'case', 'rep', 'summary' | 'error'}] ->
+    {id: {'case', 'n', 'reps': [summary], 'errors', median metrics,
+    'iops_min', 'iops_max'}} in first-seen order."""
+    out = {}
+    for r in records:
+        a = out.setdefault(r["id"], {"case": r["case"], "reps": [],
+                                     "errors": []})
+        if r.get("summary"):
+            a["reps"].append(r["summary"])
+        if r.get("error"):
+            a["errors"].append(r["error"])
+    for a in out.values():
+        a["n"] = len(a["reps"])
+        for m in METRICS:
+            a[m] = _median([s.get(m) for s in a["reps"]])
+        iops = [s["iops"] for s in a["reps"]]
+        a["iops_min"] = min(iops) if iops else None
+        a["iops_max"] = max(iops) if iops else None
+    return out
+
+
+def ratios(agg, reference="io_uring"):
+    """For every case not on the reference implementation: IOPS of the
+    median run over the reference's median on the same job/qd/bs, the spread
+    of the per-repetition ratios (repetition i of each side ran back to
+    back), and the CPU time per I/O of each side."""
+    ref = {}
+    for cid, a in agg.items():
+        if a["case"]["impl"] == reference:
+            ref[_peer_key(a["case"])] = cid
+    out = []
+    for cid, a in agg.items():
+        c = a["case"]
+        if c["impl"] == reference or _peer_key(c) not in ref:
+            continue
+        b = agg[ref[_peer_key(c)]]
+        if not a["iops"] or not b["iops"]:
+            continue
+        pairs = [x["iops"] / y["iops"] for x, y in zip(a["reps"], b["reps"])
+                 if y["iops"]]
+        out.append({"id": cid, "ref": ref[_peer_key(c)], "case": c,
+                    "ratio": a["iops"] / b["iops"],
+                    "ratio_min": min(pairs) if pairs else None,
+                    "ratio_max": max(pairs) if pairs else None,
+                    "n": len(pairs),
+                    "cpu_us_per_io": a["cpu_us_per_io"],
+                    "ref_cpu_us_per_io": b["cpu_us_per_io"]})
+    return out
+
+
+def _peer_key(case):
+    return (case["job"], case["iodepth"], case["bs"])
+
+
+def _fmt(v, digits=1):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "%.*f" % (digits, v)
+    return str(v)
+
+
+def fmt_iops(v):
+    if v is None:
+        return "-"
+    return "%.1fk" % (v / 1e3) if v < 1e6 else "%.2fM" % (v / 1e6)
+
+
+def _bw(v):
+    return "-" if v is None else "%.0f" % (v / 2**20)
+
+
+TABLE_COLUMNS = ("case", "n", "IOPS (median)", "IOPS min-max", "MiB/s",
+                 "CPU us/IO", "clat mean us", "p50 us", "p99 us", "p99.9 us")
+
+
+def table_rows(agg):
+    for cid, a in agg.items():
+        yield (cid, a["n"], fmt_iops(a["iops"]),
+               "%s-%s" % (fmt_iops(a["iops_min"]), fmt_iops(a["iops_max"]))
+               if a["n"] else "failed: " + "; ".join(a["errors"])[:80],
+               _bw(a["bw_bytes"]), _fmt(a["cpu_us_per_io"], 2),
+               _fmt(a["clat_mean_us"]), _fmt(a["clat_p50_us"]),
+               _fmt(a["clat_p99_us"]), _fmt(a["clat_p99.9_us"]))
+
+
+def ratio_line(r):
+    spread = ""
+    if r["ratio_min"] is not None and r["n"] > 1:
+        spread = " (per-repetition %.3f-%.3f, n=%d)" % (
+            r["ratio_min"], r["ratio_max"], r["n"])
+    cpu = ""
+    if r["cpu_us_per_io"] and r["ref_cpu_us_per_io"]:
+        cpu = "; CPU/IO %.2f vs %.2f us" % (r["cpu_us_per_io"],
+                                            r["ref_cpu_us_per_io"])
+    return "%s / %s: IOPS ratio %.3f%s%s" % (r["id"], r["ref"], r["ratio"],
+                                             spread, cpu)
+
+
+def markdown(agg, rats, meta):
+    out = io.StringIO()
+    out.write("# scripts/perf results\n\n")
+    for k, v in meta.items():
+        out.write("- %s: `%s`\n" % (k, v) if k == "command" else
+                  "- %s: %s\n" % (k, v))
+    out.write("\n| %s |\n|%s\n" % (" | ".join(TABLE_COLUMNS),
+                                   "---|" * len(TABLE_COLUMNS)))
+    for row in table_rows(agg):
+        out.write("| %s |\n" % " | ".join(str(c) for c in row))
+    if rats:
+        out.write("\n## Ratios (median IOPS over the reference's)\n\n")
+        for r in rats:
+            out.write("- %s\n" % ratio_line(r))
+    return out.getvalue()
+
+
+def write_csv(path, agg):
+    dims = ("job", "impl", "transfer", "iodepth", "bs")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(("id",) + dims + ("n",) + METRICS + ("iops_min",
+                                                       "iops_max"))
+        for cid, a in agg.items():
+            w.writerow((cid,) + tuple(a["case"].get(d) for d in dims) +
+                       (a["n"],) + tuple(a[m] for m in METRICS) +
+                       (a["iops_min"], a["iops_max"]))
+
+
+# ---------------------------------------------------------------- baseline
+
+def baseline_doc(agg, meta):
+    return {"version": BASELINE_VERSION,
+            "created": datetime.datetime.now().isoformat(timespec="seconds"),
+            "meta": meta,
+            "cases": {cid: {m: a[m] for m in METRICS}
+                      for cid, a in agg.items() if a["n"]}}
+
+
+def compare(agg, base, tolerance, lat_tolerance=None):
+    """Cases that got worse than the baseline by more than the tolerance
+    (fractions: 0.05 = 5%). IOPS always; p99 completion latency when
+    lat_tolerance is given. Returns (regressions, notes): regressions are
+    (case id, metric, baseline, now, change as a fraction)."""
+    regressions, notes = [], []
+    cases = base.get("cases", {})
+    for cid, a in agg.items():
+        b = cases.get(cid)
+        if b is None:
+            notes.append("%s: not in the baseline" % cid)
+            continue
+        if not a["n"]:
+            regressions.append((cid, "failed", b.get("iops"), None, -1.0))
+            continue
+        if b.get("iops") and a["iops"] is not None:
+            change = a["iops"] / b["iops"] - 1.0
+            if change < -tolerance:
+                regressions.append((cid, "iops", b["iops"], a["iops"], change))
+        p99 = "clat_p99_us"
+        if lat_tolerance is not None and b.get(p99) and a.get(p99):
+            change = a[p99] / b[p99] - 1.0
+            if change > lat_tolerance:
+                regressions.append((cid, p99, b[p99], a[p99], change))
+    for cid in cases:
+        if cid not in agg:
+            notes.append("%s: in the baseline, not run now" % cid)
+    return regressions, notes
+
+
+def regression_line(r):
+    cid, metric, was, now, change = r
+    if metric == "failed":
+        return "%s: failed now (baseline %s IOPS)" % (cid, fmt_iops(was))
+    if metric == "iops":
+        return "%s: IOPS %s -> %s (%+.1f%%)" % (cid, fmt_iops(was),
+                                                fmt_iops(now), change * 100)
+    return "%s: %s %.1f -> %.1f us (%+.1f%%)" % (cid, metric, was, now,
+                                                 change * 100)
+
+
+# -------------------------------------------------------------------- plot
+
+IMPL_COLOURS = {"dbr": "#1f77b4", "io_uring": "#ff7f0e",
+                "libcufile": "#2ca02c"}
+PCT_STYLE = (("clat_p50_us", "p50", "#444444", 4),
+             ("clat_p99_us", "p99", "#d62728", 4),
+             ("clat_p99.9_us", "p99.9", "#9467bd", 3))
+
+
+def _esc(s):
+    return (str(s).replace("&", "&amp;").replace("<", "&lt;")
+            .replace(">", "&gt;"))
+
+
+def _nice_max(v):
+    if v <= 0:
+        return 1.0
+    mag = 10 ** len(str(int(v))) / 10
+    for step in (1, 2, 2.5, 5, 10):
+        if step * mag >= v:
+            return step * mag
+    return 10 * mag
+
+
+def svg_plot(agg, rats, title):
+    """Two panels, one row per case: IOPS (median bar, min-max whisker,
+    ratio to the reference at the bar's end) and completion-latency
+    percentiles on a log scale."""
+    rows = [(cid, a) for cid, a in agg.items()]
+    ratio_of = {r["id"]: r for r in rats}
+    label_w, bar_w, lat_w, row_h, top = 330, 380, 300, 22, 58
+    width = label_w + bar_w + 70 + lat_w + 30
+    height = top + row_h * len(rows) + 50
+    xmax = _nice_max(max([a["iops_max"] or 0 for _, a in rows] + [1]))
+    lats = [a[k] for _, a in rows for k, *_ in PCT_STYLE if a.get(k)]
+    import math
+    lo = 10 ** math.floor(math.log10(min(lats))) if lats else 1
+    hi = 10 ** math.ceil(math.log10(max(lats))) if lats else 10
+    if hi <= lo:
+        hi = lo * 10
+    lx0 = label_w + bar_w + 70
+
+    def xb(v):
+        return label_w + bar_w * v / xmax
+
+    def xl(v):
+        return lx0 + lat_w * (math.log10(v) - math.log10(lo)) / (
+            math.log10(hi) - math.log10(lo))
+
+    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+         'font-family="sans-serif" font-size="12">' % (width, height),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="10" y="20" font-size="15" font-weight="bold">%s</text>'
+         % _esc(title),
+         '<text x="%d" y="44" font-weight="bold">IOPS (median; whisker: '
+         'min-max over repetitions)</text>' % label_w,
+         '<text x="%d" y="44" font-weight="bold">completion latency, us '
+         '(log)</text>' % lx0]
+    y_end = top + row_h * len(rows)
+    for i in range(5):
+        v = xmax * i / 4
+        x = xb(v)
+        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
+                 % (x, top - 4, x, y_end))
+        s.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
+                 % (x, y_end + 16, fmt_iops(v) if v else "0"))
+    d = lo
+    while d <= hi * 1.0001:
+        x = xl(d)
+        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
+                 % (x, top - 4, x, y_end))
+        s.append('<text x="%.1f" y="%d" text-anchor="middle">%g</text>'
+                 % (x, y_end + 16, d))
+        d *= 10
+    for i, (cid, a) in enumerate(rows):
+        y = top + i * row_h
+        colour = IMPL_COLOURS.get(a["case"]["impl"], "#7f7f7f")
+        s.append('<text x="%d" y="%d" text-anchor="end">%s</text>'
+                 % (label_w - 8, y + 14, _esc(cid)))
+        if not a["n"]:
+            s.append('<text x="%d" y="%d" fill="#d62728">failed</text>'
+                     % (label_w + 4, y + 14))
+            continue
+        s.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>'
+                 % (label_w, y + 3, xb(a["iops"]) - label_w, row_h - 6,
+                    colour))
+        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>'
+                 % (xb(a["iops_min"]), y + row_h // 2, xb(a["iops_max"]),
+                    y + row_h // 2))
+        text = fmt_iops(a["iops"])
+        if cid in ratio_of:
+            text += "  x%.3f" % ratio_of[cid]["ratio"]
+        s.append('<text x="%.1f" y="%d">%s</text>'
+                 % (xb(a["iops_max"]) + 4, y + 15, _esc(text)))
+        for key, _, c, r in PCT_STYLE:
+            if a.get(key):
+                s.append('<circle cx="%.1f" cy="%d" r="%d" fill="%s"/>'
+                         % (xl(a[key]), y + row_h // 2, r, c))
+    ly = height - 14
+    x = 10
+    for impl, c in IMPL_COLOURS.items():
+        s.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>'
+                 '<text x="%d" y="%d">%s</text>' % (x, ly - 10, c, x + 16,
+                                                    ly, impl))
+        x += 100
+    for _, name, c, r in PCT_STYLE:
+        s.append('<circle cx="%d" cy="%d" r="%d" fill="%s"/>'
+                 '<text x="%d" y="%d">%s</text>' % (x + 6, ly - 4, r, c,
+                                                    x + 14, ly, name))
+        x += 70
+    s.append("</svg>")
+    return "\n".join(s) + "\n"
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")

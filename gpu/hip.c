@@ -1,17 +1,550 @@
 // SPDX-License-Identifier: MIT
-/* Placeholder until the hip provider lands: answers "not implemented". */
+/*
+ * HIP memory provider: AMD GPU memory through the HIP runtime.
+ *
+ * libamdhip64.so is opened at run time and everything used from it is
+ * declared here (no HIP headers needed; Debian's ROCm 5.2 ones lack the
+ * dma-buf export anyway). Export goes through
+ * hipMemGetHandleForAddressRange(hipMemRangeHandleTypeDmaBufFd) where the
+ * runtime has it (ROCm >= 6), else through ROCr's
+ * hsa_amd_portable_export_dmabuf (libhsa-runtime64.so).
+ *
+ * Per fio thread: hipSetDevice on every entry point (the HIP runtime's
+ * current device is per host thread), a hipMalloc allocation, a host shadow
+ * of anonymous pages page-locked with hipHostRegister, one non-blocking
+ * stream and one event per completion marker.
+ *
+ * Only exercised against the test double in tests/gpu/ (no AMD GPU here).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 #include "provider.h"
 
+/* ------------------------------------------------------------------------ */
+/* the part of the HIP / ROCr API used here, as the runtimes define it      */
+
+typedef int hipError_t;
+typedef struct ihipStream_t *hipStream_t;
+typedef struct ihipEvent_t *hipEvent_t;
+typedef void *hipDeviceptr_t;
+
+enum {
+	hipSuccess			= 0,
+	hipErrorInvalidValue		= 1,
+	hipErrorOutOfMemory		= 2,
+	hipErrorNotInitialized		= 3,
+	hipErrorNoDevice		= 100,
+	hipErrorInvalidDevice		= 101,
+	hipErrorNotReady		= 600,
+	hipErrorNotSupported		= 801,
+	hipErrorHostMemoryAlreadyRegistered = 712,
+};
+
+#define hipStreamNonBlocking		0x01
+#define hipEventDisableTiming		0x02
+#define hipHostRegisterDefault		0x00
+#define hipMemRangeHandleTypeDmaBufFd	0x01
+
+typedef int hsa_status_t;
+#define HSA_STATUS_SUCCESS		0x0
+
+struct hip_api {
+	const char *(*GetErrorName)(hipError_t);
+	hipError_t (*GetDeviceCount)(int *);
+	hipError_t (*SetDevice)(int);
+	hipError_t (*Malloc)(void **, size_t);
+	hipError_t (*Free)(void *);
+	hipError_t (*HostRegister)(void *, size_t, unsigned int);
+	hipError_t (*HostUnregister)(void *);
+	hipError_t (*StreamCreateWithFlags)(hipStream_t *, unsigned int);
+	hipError_t (*StreamSynchronize)(hipStream_t);
+	hipError_t (*StreamDestroy)(hipStream_t);
+	hipError_t (*EventCreateWithFlags)(hipEvent_t *, unsigned int);
+	hipError_t (*EventRecord)(hipEvent_t, hipStream_t);
+	hipError_t (*EventQuery)(hipEvent_t);
+	hipError_t (*EventSynchronize)(hipEvent_t);
+	hipError_t (*EventDestroy)(hipEvent_t);
+	hipError_t (*MemcpyHtoDAsync)(hipDeviceptr_t, void *, size_t,
+				      hipStream_t);
+	hipError_t (*MemcpyDtoHAsync)(void *, hipDeviceptr_t, size_t,
+				      hipStream_t);
+	/* optional: ROCm >= 6 */
+	hipError_t (*MemGetHandleForAddressRange)(void *, hipDeviceptr_t,
+						  size_t, int,
+						  unsigned long long);
+	/* optional: older ROCr */
+	hsa_status_t (*hsa_export_dmabuf)(const void *, size_t, int *,
+					  uint64_t *);
+	hsa_status_t (*hsa_close_dmabuf)(int);
+};
+
+#define HIP_ENTRY(field, sym) { offsetof(struct hip_api, field), sym }
+
+static const struct {
+	size_t off;
+	const char *sym;
+} hip_syms[] = {
+	HIP_ENTRY(GetErrorName, "hipGetErrorName"),
+	HIP_ENTRY(GetDeviceCount, "hipGetDeviceCount"),
+	HIP_ENTRY(SetDevice, "hipSetDevice"),
+	HIP_ENTRY(Malloc, "hipMalloc"),
+	HIP_ENTRY(Free, "hipFree"),
+	HIP_ENTRY(HostRegister, "hipHostRegister"),
+	HIP_ENTRY(HostUnregister, "hipHostUnregister"),
+	HIP_ENTRY(StreamCreateWithFlags, "hipStreamCreateWithFlags"),
+	HIP_ENTRY(StreamSynchronize, "hipStreamSynchronize"),
+	HIP_ENTRY(StreamDestroy, "hipStreamDestroy"),
+	HIP_ENTRY(EventCreateWithFlags, "hipEventCreateWithFlags"),
+	HIP_ENTRY(EventRecord, "hipEventRecord"),
+	HIP_ENTRY(EventQuery, "hipEventQuery"),
+	HIP_ENTRY(EventSynchronize, "hipEventSynchronize"),
+	HIP_ENTRY(EventDestroy, "hipEventDestroy"),
+	HIP_ENTRY(MemcpyHtoDAsync, "hipMemcpyHtoDAsync"),
+	HIP_ENTRY(MemcpyDtoHAsync, "hipMemcpyDtoHAsync"),
+};
+
+static const char *const hip_libs[] = {
+	"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5",
+};
+
+static const char *const hsa_libs[] = {
+	"libhsa-runtime64.so.1", "libhsa-runtime64.so",
+};
+
+static struct hip_api hip;
+static pthread_once_t hip_once = PTHREAD_ONCE_INIT;
+static int hip_load_err;
+static char hip_load_why[160];
+
+static void *dlopen_first(const char *const *names, size_t n)
+{
+	void *lib = NULL;
+	size_t i;
+
+	for (i = 0; i < n && !lib; i++)
+		lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	return lib;
+}
+
+/* hsa_amd_portable_export_dmabuf: the ROCr that HIP itself loaded. */
+static void hip_load_hsa(void)
+{
+	void *lib = dlopen_first(hsa_libs, sizeof(hsa_libs) / sizeof(hsa_libs[0]));
+
+	if (!lib)
+		return;
+	*(void **)&hip.hsa_export_dmabuf = dlsym(lib, "hsa_amd_portable_export_dmabuf");
+	*(void **)&hip.hsa_close_dmabuf = dlsym(lib, "hsa_amd_portable_close_dmabuf");
+	if (!hip.hsa_export_dmabuf || !hip.hsa_close_dmabuf) {
+		hip.hsa_export_dmabuf = NULL;
+		hip.hsa_close_dmabuf = NULL;
+		dlclose(lib);
+	}
+}
+
+/* The libraries stay loaded for the life of the process. */
+static void hip_load(void)
+{
+	void *lib = dlopen_first(hip_libs, sizeof(hip_libs) / sizeof(hip_libs[0]));
+	size_t i;
+
+	if (!lib) {
+		snprintf(hip_load_why, sizeof(hip_load_why),
+			 "libamdhip64.so not found: install ROCm's HIP runtime (hip-runtime-amd) or add its lib directory to LD_LIBRARY_PATH");
+		hip_load_err = -ENOENT;
+		return;
+	}
+	for (i = 0; i < sizeof(hip_syms) / sizeof(hip_syms[0]); i++) {
+		void *fn = dlsym(lib, hip_syms[i].sym);
+
+		if (!fn) {
+			snprintf(hip_load_why, sizeof(hip_load_why),
+				 "libamdhip64.so has no %s: the HIP runtime is too old; upgrade ROCm",
+				 hip_syms[i].sym);
+			hip_load_err = -ENOSYS;
+			dlclose(lib);
+			return;
+		}
+		memcpy((char *)&hip + hip_syms[i].off, &fn, sizeof(fn));
+	}
+	*(void **)&hip.MemGetHandleForAddressRange =
+		dlsym(lib, "hipMemGetHandleForAddressRange");
+	if (!hip.MemGetHandleForAddressRange)
+		hip_load_hsa();
+}
+
+static int hip_api_get(char *why, size_t len)
+{
+	pthread_once(&hip_once, hip_load);
+	if (hip_load_err)
+		snprintf(why, len, "%s", hip_load_why);
+	return hip_load_err;
+}
+
+static const char *hip_name(hipError_t e)
+{
+	const char *s = hip.GetErrorName(e);
+
+	return s ? s : "unknown HIP error";
+}
+
+static int hip_errno(hipError_t e)
+{
+	switch (e) {
+	case hipSuccess:
+		return 0;
+	case hipErrorOutOfMemory:
+		return -ENOMEM;
+	case hipErrorNoDevice:
+	case hipErrorInvalidDevice:
+		return -ENODEV;
+	case hipErrorNotSupported:
+		return -EOPNOTSUPP;
+	case hipErrorInvalidValue:
+		return -EINVAL;
+	case hipErrorHostMemoryAlreadyRegistered:
+		return -EEXIST;
+	default:
+		return -EIO;
+	}
+}
+
+static int hip_fail(struct gpu_buf *b, hipError_t e, const char *what)
+{
+	snprintf(b->why, sizeof(b->why), "%s: %s", what, hip_name(e));
+	return hip_errno(e);
+}
+
+/* ------------------------------------------------------------------------ */
+/* per-buffer state                                                         */
+
+struct hip_priv {
+	void *dptr;
+	bool host_locked;
+	bool hsa_fd;		/* dma-buf came from ROCr: close it there */
+	hipStream_t stream;
+	hipEvent_t *events;
+	unsigned int nr_events;
+};
+
 static int hip_probe(char *why, size_t len)
 {
-	snprintf(why, len, "the hip provider is not implemented yet");
-	return -ENOSYS;
+	hipError_t e;
+	int n = 0, ret;
+
+	ret = hip_api_get(why, len);
+	if (ret < 0)
+		return ret;
+	e = hip.GetDeviceCount(&n);
+	if (e == hipErrorNoDevice || (e == hipSuccess && !n)) {
+		snprintf(why, len, "the HIP runtime sees no AMD GPU (check rocm-smi, /dev/kfd permissions, HIP_VISIBLE_DEVICES)");
+		return -ENODEV;
+	}
+	if (e != hipSuccess) {
+		snprintf(why, len, "hipGetDeviceCount: %s (check the amdgpu driver and /dev/kfd)",
+			 hip_name(e));
+		return hip_errno(e) == -EIO ? -ENXIO : hip_errno(e);
+	}
+	return n;
+}
+
+/* The runtime's current device is per host thread: set it every time. */
+static int hip_enter(struct gpu_buf *b)
+{
+	hipError_t e = hip.SetDevice(b->dev_id);
+
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipSetDevice");
+}
+
+static int hip_alloc_device(struct gpu_buf *b, struct hip_priv *hp)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+	hipError_t e;
+
+	e = hip.Malloc(&hp->dptr, b->size);
+	if (e != hipSuccess) {
+		hp->dptr = NULL;
+		return hip_fail(b, e, "hipMalloc");
+	}
+	if ((uintptr_t)hp->dptr & (page - 1)) {
+		snprintf(b->why, sizeof(b->why), "hipMalloc returned %p, not aligned to the %zu-byte page dma-buf export needs",
+			 hp->dptr, page);
+		hip.Free(hp->dptr);
+		hp->dptr = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+static int hip_alloc_host(struct gpu_buf *b, struct hip_priv *hp)
+{
+	hipError_t e;
+	int ret;
+
+	b->host = mmap(NULL, b->size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b->host == MAP_FAILED) {
+		ret = -errno;
+		b->host = NULL;
+		snprintf(b->why, sizeof(b->why), "mmap of the %zu MiB host buffer: %s",
+			 b->size >> 20, strerror(-ret));
+		return ret;
+	}
+	e = hip.HostRegister(b->host, b->size, hipHostRegisterDefault);
+	if (e != hipSuccess) {
+		ret = hip_fail(b, e, "hipHostRegister of the host buffer (raise ulimit -l?)");
+		munmap(b->host, b->size);
+		b->host = NULL;
+		return ret;
+	}
+	hp->host_locked = true;
+	return 0;
+}
+
+static void hip_free_host(struct gpu_buf *b, struct hip_priv *hp)
+{
+	if (hp->host_locked)
+		hip.HostUnregister(b->host);
+	hp->host_locked = false;
+	if (b->host)
+		munmap(b->host, b->size);
+	b->host = NULL;
+}
+
+static void hip_free_sync(struct hip_priv *hp)
+{
+	unsigned int i;
+
+	for (i = 0; i < hp->nr_events; i++)
+		hip.EventDestroy(hp->events[i]);
+	free(hp->events);
+	hp->events = NULL;
+	hp->nr_events = 0;
+	if (hp->stream)
+		hip.StreamDestroy(hp->stream);
+	hp->stream = NULL;
+}
+
+static int hip_alloc_sync(struct gpu_buf *b, struct hip_priv *hp,
+			  unsigned int nr_marks)
+{
+	hipError_t e;
+
+	e = hip.StreamCreateWithFlags(&hp->stream, hipStreamNonBlocking);
+	if (e != hipSuccess) {
+		hp->stream = NULL;
+		return hip_fail(b, e, "hipStreamCreateWithFlags");
+	}
+	hp->events = calloc(nr_marks, sizeof(*hp->events));
+	if (!hp->events) {
+		hip_free_sync(hp);
+		return -ENOMEM;
+	}
+	for (; hp->nr_events < nr_marks; hp->nr_events++) {
+		e = hip.EventCreateWithFlags(&hp->events[hp->nr_events],
+					     hipEventDisableTiming);
+		if (e != hipSuccess) {
+			hip_free_sync(hp);
+			return hip_fail(b, e, "hipEventCreateWithFlags");
+		}
+	}
+	return 0;
+}
+
+static int hip_alloc(struct gpu_buf *b, unsigned int nr_marks)
+{
+	struct hip_priv *hp;
+	int ret;
+
+	ret = hip_probe(b->why, sizeof(b->why));
+	if (ret < 0)
+		return ret;
+	if (b->dev_id < 0 || b->dev_id >= ret) {
+		snprintf(b->why, sizeof(b->why), "device %d does not exist (%d visible)",
+			 b->dev_id, ret);
+		return -ENODEV;
+	}
+	hp = calloc(1, sizeof(*hp));
+	if (!hp)
+		return -ENOMEM;
+	ret = hip_enter(b);
+	if (ret < 0)
+		goto err_free;
+	ret = hip_alloc_device(b, hp);
+	if (ret < 0)
+		goto err_free;
+	ret = hip_alloc_host(b, hp);
+	if (ret < 0)
+		goto err_dev;
+	ret = hip_alloc_sync(b, hp, nr_marks ? nr_marks : 1);
+	if (ret < 0)
+		goto err_host;
+	b->priv = hp;
+	b->host_is_device = false;
+	return 0;
+
+err_host:
+	hip_free_host(b, hp);
+err_dev:
+	hip.Free(hp->dptr);
+err_free:
+	free(hp);
+	return ret;
+}
+
+static int hip_export_hsa(struct gpu_buf *b, struct hip_priv *hp)
+{
+	uint64_t off = 0;
+	hsa_status_t st;
+	int fd = -1;
+
+	st = hip.hsa_export_dmabuf(hp->dptr, b->size, &fd, &off);
+	if (st != HSA_STATUS_SUCCESS) {
+		snprintf(b->why, sizeof(b->why), "hsa_amd_portable_export_dmabuf: status 0x%x (the amdgpu driver needs dma-buf export)",
+			 (unsigned int)st);
+		return -EOPNOTSUPP;
+	}
+	if (off) {
+		/* the ring addresses the dma-buf from its start */
+		hip.hsa_close_dmabuf(fd);
+		snprintf(b->why, sizeof(b->why), "hsa_amd_portable_export_dmabuf: allocation starts %llu bytes into the dma-buf",
+			 (unsigned long long)off);
+		return -EINVAL;
+	}
+	hp->hsa_fd = true;
+	b->dmabuf_fd = fd;
+	return 0;
+}
+
+static int hip_export(struct gpu_buf *b)
+{
+	struct hip_priv *hp = b->priv;
+	hipError_t e;
+	int fd = -1, ret;
+
+	ret = hip_enter(b);
+	if (ret < 0)
+		return ret;
+	if (!hip.MemGetHandleForAddressRange) {
+		if (hip.hsa_export_dmabuf)
+			return hip_export_hsa(b, hp);
+		snprintf(b->why, sizeof(b->why), "this ROCm has neither hipMemGetHandleForAddressRange (ROCm >= 6) nor hsa_amd_portable_export_dmabuf; upgrade ROCm");
+		return -EOPNOTSUPP;
+	}
+	e = hip.MemGetHandleForAddressRange(&fd, hp->dptr, b->size,
+					    hipMemRangeHandleTypeDmaBufFd, 0);
+	if (e != hipSuccess)
+		return hip_fail(b, e, "hipMemGetHandleForAddressRange(DmaBuf)");
+	b->dmabuf_fd = fd;
+	return 0;
+}
+
+static int hip_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
+		    size_t len)
+{
+	struct hip_priv *hp = b->priv;
+	void *host = (char *)b->host + off;
+	void *dev = (char *)hp->dptr + off;
+	hipError_t e;
+	int ret;
+
+	if (off > b->size || len > b->size - off)
+		return -EINVAL;
+	ret = hip_enter(b);
+	if (ret < 0)
+		return ret;
+	if (dir == GPU_H2D)
+		e = hip.MemcpyHtoDAsync(dev, host, len, hp->stream);
+	else
+		e = hip.MemcpyDtoHAsync(host, dev, len, hp->stream);
+	if (e != hipSuccess)
+		return hip_fail(b, e, dir == GPU_H2D ? "hipMemcpyHtoDAsync" :
+						       "hipMemcpyDtoHAsync");
+	return 0;
+}
+
+static int hip_mark(struct gpu_buf *b, unsigned int mark)
+{
+	struct hip_priv *hp = b->priv;
+	hipError_t e;
+	int ret;
+
+	if (mark >= hp->nr_events)
+		return -EINVAL;
+	ret = hip_enter(b);
+	if (ret < 0)
+		return ret;
+	e = hip.EventRecord(hp->events[mark], hp->stream);
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipEventRecord");
+}
+
+static int hip_poll(struct gpu_buf *b, unsigned int mark)
+{
+	struct hip_priv *hp = b->priv;
+	hipError_t e;
+
+	if (mark >= hp->nr_events)
+		return -EINVAL;
+	e = hip.EventQuery(hp->events[mark]);
+	if (e == hipSuccess)
+		return 1;
+	if (e == hipErrorNotReady)
+		return 0;
+	return hip_fail(b, e, "hipEventQuery");
+}
+
+static int hip_wait(struct gpu_buf *b, unsigned int mark)
+{
+	struct hip_priv *hp = b->priv;
+	hipError_t e;
+
+	if (mark >= hp->nr_events)
+		return -EINVAL;
+	e = hip.EventSynchronize(hp->events[mark]);
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipEventSynchronize");
+}
+
+/* Reverse order of hip_alloc; copies still queued are drained first. */
+static void hip_free(struct gpu_buf *b)
+{
+	struct hip_priv *hp = b->priv;
+
+	if (!hp)
+		return;
+	hip.SetDevice(b->dev_id);
+	if (hp->stream)
+		hip.StreamSynchronize(hp->stream);
+	hip_free_sync(hp);
+	if (b->dmabuf_fd >= 0) {
+		if (hp->hsa_fd)
+			hip.hsa_close_dmabuf(b->dmabuf_fd);
+		else
+			close(b->dmabuf_fd);
+	}
+	b->dmabuf_fd = -1;
+	hip_free_host(b, hp);
+	hip.Free(hp->dptr);
+	free(hp);
+	b->priv = NULL;
 }
 
 const struct gpu_provider gpu_hip_provider = {
-	.name	= "hip",
-	.probe	= hip_probe,
+	.name		= "hip",
+	.probe		= hip_probe,
+	.alloc		= hip_alloc,
+	.export_dmabuf	= hip_export,
+	.copy		= hip_copy,
+	.mark		= hip_mark,
+	.poll		= hip_poll,
+	.wait		= hip_wait,
+	.free		= hip_free,
 };

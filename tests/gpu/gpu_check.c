@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gpu_check: drive a memory provider the way the engine does, without fio.
+ *
+ *   gpu_check                 every provider compiled in: those whose runtime
+ *                             is present run the checks on device 0, the
+ *                             others must fail their probe cleanly (a
+ *                             negative errno and a reason)
+ *   gpu_check PROVIDER [-d IDS] [-t THREADS] [-m MIB] [-x try|require|refuse|skip]
+ *                      [-k MS] [-f]
+ *
+ * Per thread (device = entry i mod n of IDS, as gpu_dev_ids): alloc, fill the
+ * shadow, copy it to the device, clear the shadow, copy it back in chunks
+ * each with its own marker (polled, then waited), compare; then export the
+ * device memory as a dma-buf (-x: try, must succeed, must fail cleanly,
+ * or skip) and show its /proc/self/fdinfo exporter; keep everything for -k
+ * milliseconds (to watch nvidia-smi); free; check no fd was leaked.
+ * -f: the allocation must fail cleanly (failure injection).
+ * Exit: 0 pass, 1 fail, 77 the provider's runtime or device is absent.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dbr_config.h"
+#include "provider.h"
+
+#define NR_CHUNKS	4
+
+enum export_mode { EXP_TRY, EXP_REQUIRE, EXP_REFUSE, EXP_SKIP };
+
+static struct {
+	const struct gpu_provider *prov;
+	int ids[DBR_MAX_DEV_IDS];
+	int nr_ids;
+	int threads;
+	size_t size;
+	enum export_mode exp;
+	int keep_ms;
+	bool want_alloc_fail;
+	pthread_barrier_t keep;
+} opt = {
+	.threads = 1,
+	.size = 8UL << 20,
+	.exp = EXP_TRY,
+};
+
+struct worker {
+	pthread_t thr;
+	int idx;
+	int dev;
+	int ret;
+	char line[512];
+};
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* "exp_name: nv_dmabuf size: 8388608" from the fd's fdinfo */
+static void fdinfo(int fd, char *out, size_t len)
+{
+	char path[64], l[256];
+	size_t used = 0;
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(l, sizeof(l), f) && used < len) {
+		if (strncmp(l, "exp_name:", 9) && strncmp(l, "size:", 5))
+			continue;
+		l[strcspn(l, "\n")] = '\0';
+		used += snprintf(out + used, len - used, "%s%s", used ? " " : "", l);
+	}
+	fclose(f);
+}
+
+static unsigned char pattern(size_t i, int seed)
+{
+	return (unsigned char)(i * 7 + (i >> 12) + seed * 31);
+}
+
+/* Shadow -> device -> shadow through every marker; 0 or <0. */
+static int round_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
+{
+	const struct gpu_provider *p = b->prov;
+	size_t chunk = b->size / NR_CHUNKS, i;
+	unsigned char *h = b->host;
+	int ret, c;
+
+	for (i = 0; i < b->size; i++)
+		h[i] = pattern(i, seed);
+	ret = p->copy(b, GPU_H2D, 0, b->size);
+	if (!ret)
+		ret = p->mark(b, 0);
+	if (!ret)
+		ret = p->wait(b, 0);
+	if (ret)
+		return ret;
+	memset(h, 0, b->size);
+	for (c = 0; c < NR_CHUNKS; c++) {
+		ret = p->copy(b, GPU_D2H, c * chunk, chunk);
+		if (!ret)
+			ret = p->mark(b, c);
+		if (ret)
+			return ret;
+	}
+	while ((ret = p->poll(b, NR_CHUNKS - 1)) == 0)
+		(*not_ready)++;
+	if (ret < 0)
+		return ret;
+	for (c = 0; c < NR_CHUNKS; c++) {
+		ret = p->wait(b, c);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < b->size; i++)
+		if (h[i] != pattern(i, seed)) {
+			snprintf(b->why, sizeof(b->why), "byte %zu is 0x%02x after the round trip, want 0x%02x",
+				 i, h[i], pattern(i, seed));
+			return -EIO;
+		}
+	return 0;
+}
+
+static int check_export(struct gpu_buf *b, char *out, size_t len)
+{
+	char info[160];
+	int ret;
+
+	if (opt.exp == EXP_SKIP) {
+		snprintf(out, len, "export not tried");
+		return 0;
+	}
+	ret = b->prov->export_dmabuf(b);
+	if (ret) {
+		snprintf(out, len, "export refused: %s (%s)", strerror(-ret),
+			 b->why[0] ? b->why : "no detail");
+		if (opt.exp == EXP_REQUIRE || (opt.exp == EXP_REFUSE && !b->why[0]))
+			return -1;
+		return 0;
+	}
+	fdinfo(b->dmabuf_fd, info, sizeof(info));
+	snprintf(out, len, "dma-buf fd %d: %s", b->dmabuf_fd,
+		 info[0] ? info : "(no fdinfo)");
+	return opt.exp == EXP_REFUSE ? -1 : 0;
+}
+
+static int run_one(struct worker *w, struct gpu_buf *b)
+{
+	unsigned long not_ready = 0;
+	char exp[256];
+	int ret;
+
+	gpu_buf_init(b, opt.prov, w->dev, opt.size);
+	ret = gpu_buf_alloc(b, NR_CHUNKS);
+	if (ret) {
+		snprintf(w->line, sizeof(w->line), "alloc %zu MiB on device %d failed: %s (%s)",
+			 b->size >> 20, w->dev, strerror(-ret),
+			 b->why[0] ? b->why : "no detail");
+		return opt.want_alloc_fail && b->why[0] && !b->priv ? 0 : -1;
+	}
+	if (opt.want_alloc_fail) {
+		snprintf(w->line, sizeof(w->line), "alloc succeeded, a failure was expected");
+		ret = -1;
+		goto out;
+	}
+	if (!b->host_is_device) {
+		ret = round_trip(b, w->idx, &not_ready);
+		if (ret) {
+			snprintf(w->line, sizeof(w->line), "copies failed: %s (%s)",
+				 strerror(-ret), b->why[0] ? b->why : "no detail");
+			goto out;
+		}
+	}
+	ret = check_export(b, exp, sizeof(exp));
+	snprintf(w->line, sizeof(w->line), "%zu MiB on device %d, copies %s (%lu polls not ready), %s",
+		 b->size >> 20, w->dev,
+		 b->host_is_device ? "not needed" : "verified", not_ready, exp);
+out:
+	return ret;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct gpu_buf b;
+
+	w->ret = run_one(w, &b);
+	if (opt.keep_ms) {
+		pthread_barrier_wait(&opt.keep);
+		usleep(opt.keep_ms * 1000);
+	}
+	gpu_buf_free(&b);
+	if (b.priv || b.host || b.dmabuf_fd >= 0) {
+		snprintf(w->line + strlen(w->line), sizeof(w->line) - strlen(w->line),
+			 "; free left state behind");
+		w->ret = -1;
+	}
+	return NULL;
+}
+
+static int run_provider(void)
+{
+	char why[192] = "";
+	struct worker *w;
+	int i, n, fds, fails = 0;
+
+	n = opt.prov->probe(why, sizeof(why));
+	if (n <= 0) {
+		printf("gpu_check: %s: probe: %s: %s\n", opt.prov->name,
+		       strerror(n ? -n : ENODEV), why[0] ? why : "no reason given");
+		return n < 0 && why[0] ? 77 : 1;
+	}
+	printf("gpu_check: %s: %d device%s\n", opt.prov->name, n, n == 1 ? "" : "s");
+	fds = count_fds();
+	w = calloc(opt.threads, sizeof(*w));
+	if (!w)
+		return 1;
+	if (opt.keep_ms)
+		pthread_barrier_init(&opt.keep, NULL, opt.threads);
+	for (i = 0; i < opt.threads; i++) {
+		w[i].idx = i;
+		w[i].dev = dbr_pick_dev(opt.ids, opt.nr_ids, i);
+		if (pthread_create(&w[i].thr, NULL, worker_main, &w[i]))
+			return 1;
+	}
+	for (i = 0; i < opt.threads; i++) {
+		pthread_join(w[i].thr, NULL);
+		printf("gpu_check: %s thread %d: %s: %s\n", opt.prov->name, i,
+		       w[i].ret ? "FAIL" : "ok", w[i].line);
+		fails += !!w[i].ret;
+	}
+	if (opt.keep_ms)
+		pthread_barrier_destroy(&opt.keep);
+	free(w);
+	if (count_fds() != fds) {
+		printf("gpu_check: %s: %d fds open before, %d after\n",
+		       opt.prov->name, fds, count_fds());
+		fails++;
+	}
+	return fails ? 1 : 0;
+}
+
+/* No arguments: every provider compiled in, present or cleanly absent. */
+static int self_test(void)
+{
+	static const char *const names[] = { "host", "cuda", "hip" };
+	int ret = 0, r;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		opt.prov = gpu_provider_by_name(names[i]);
+		r = run_provider();
+		if (r == 77)
+			continue;
+		ret |= r;
+	}
+	return ret;
+}
+
+static int parse(int argc, char **argv)
+{
+	char msg[256];
+	int c;
+
+	opt.prov = gpu_provider_by_name(argv[1]);
+	if (!opt.prov) {
+		fprintf(stderr, "gpu_check: no provider %s\n", argv[1]);
+		return -1;
+	}
+	optind = 2;
+	while ((c = getopt(argc, argv, "d:t:m:x:k:f")) != -1) {
+		switch (c) {
+		case 'd':
+			opt.nr_ids = dbr_parse_dev_ids(optarg, opt.ids,
+						       DBR_MAX_DEV_IDS, msg,
+						       sizeof(msg));
+			if (opt.nr_ids < 0) {
+				fprintf(stderr, "gpu_check: %s\n", msg);
+				return -1;
+			}
+			break;
+		case 't':
+			opt.threads = atoi(optarg) > 0 ? atoi(optarg) : 1;
+			break;
+		case 'm':
+			opt.size = (size_t)atoi(optarg) << 20;
+			break;
+		case 'x':
+			opt.exp = !strcmp(optarg, "require") ? EXP_REQUIRE :
+				  !strcmp(optarg, "refuse") ? EXP_REFUSE :
+				  !strcmp(optarg, "skip") ? EXP_SKIP : EXP_TRY;
+			break;
+		case 'k':
+			opt.keep_ms = atoi(optarg);
+			break;
+		case 'f':
+			opt.want_alloc_fail = true;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	opt.nr_ids = 1;		/* device 0 unless -d says otherwise */
+	if (argc < 2)
+		return self_test();
+	if (parse(argc, argv))
+		return 2;
+	return run_provider();
+}

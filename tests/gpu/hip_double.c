@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A test double of the HIP runtime (libamdhip64.so), backed by host memory,
+ * so that the test suite runs gpu/hip.c's real code where no AMD GPU exists.
+ * Load it by putting its directory first in LD_LIBRARY_PATH.
+ *
+ * It implements what the provider uses, with the runtime's return codes:
+ * devices, hipMalloc (a memfd mapping per allocation), hipHostRegister,
+ * streams (a worker thread each, running copies in order, so copies really
+ * are asynchronous to the caller), events (done once the stream got past the
+ * point where they were recorded), and dma-buf export through /dev/udmabuf
+ * (hipErrorNotSupported where the kernel has no udmabuf, which is what the
+ * real runtime answers when the driver cannot export).
+ *
+ * Environment:
+ *   HIPDOUBLE_DEVICES=N     devices to pretend (default 1; 0: hipErrorNoDevice)
+ *   HIPDOUBLE_FAIL=a,b,...  fail these calls: init malloc hostregister stream
+ *                           event export copy
+ *   HIPDOUBLE_EXPORT=none   refuse export even where udmabuf exists
+ *   HIPDOUBLE_DELAY_US=N    each copy takes at least N microseconds
+ *   HIPDOUBLE_CORRUPT=N     every Nth copy into device memory flips its first
+ *                           byte (a negative control for verify)
+ *   HIPDOUBLE_REPORT=FILE   at exit, append one line of counters (live
+ *                           objects left behind, copies from memory that
+ *                           was not hipHostRegister'ed, allocations per device)
+ *
+ * Built with -DHIPDOUBLE_ROCM5 it lacks hipMemGetHandleForAddressRange, like
+ * ROCm 5; hsa_double.c then provides ROCr's hsa_amd_portable_export_dmabuf.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <linux/udmabuf.h>
+
+#include "hip_double.h"
+
+#define MAX_DEVICES	16
+
+enum {
+	hipSuccess			= 0,
+	hipErrorInvalidValue		= 1,
+	hipErrorOutOfMemory		= 2,
+	hipErrorNotInitialized		= 3,
+	hipErrorNoDevice		= 100,
+	hipErrorInvalidDevice		= 101,
+	hipErrorInvalidResourceHandle	= 400,
+	hipErrorNotReady		= 600,
+	hipErrorHostMemoryAlreadyRegistered = 712,
+	hipErrorHostMemoryNotRegistered	= 713,
+	hipErrorNotSupported		= 801,
+};
+
+typedef int hipError_t;
+
+/* ------------------------------------------------------------------------ */
+/* configuration and counters                                               */
+
+static struct {
+	int devices;
+	unsigned int delay_us;
+	long corrupt;
+	bool no_export;
+	char fail[128];
+} cfg;
+
+static struct {
+	long live_allocs, live_streams, live_events, live_host_regs;
+	long copies, unpinned_copies, exports, to_dev;
+	long allocs_on[MAX_DEVICES];
+} cnt;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int cur_dev;
+
+static bool fails(const char *what)
+{
+	const char *p = cfg.fail;
+	size_t n = strlen(what);
+
+	while ((p = strstr(p, what))) {
+		if ((p == cfg.fail || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+__attribute__((constructor)) static void double_init(void)
+{
+	const char *s;
+
+	s = getenv("HIPDOUBLE_DEVICES");
+	cfg.devices = s ? atoi(s) : 1;
+	if (cfg.devices < 0 || cfg.devices > MAX_DEVICES)
+		cfg.devices = MAX_DEVICES;
+	s = getenv("HIPDOUBLE_DELAY_US");
+	cfg.delay_us = s ? (unsigned int)atoi(s) : 0;
+	s = getenv("HIPDOUBLE_CORRUPT");
+	cfg.corrupt = s ? atol(s) : 0;
+	s = getenv("HIPDOUBLE_EXPORT");
+	cfg.no_export = s && !strcmp(s, "none");
+	s = getenv("HIPDOUBLE_FAIL");
+	snprintf(cfg.fail, sizeof(cfg.fail), "%s", s ? s : "");
+}
+
+__attribute__((destructor)) static void double_report(void)
+{
+	const char *path = getenv("HIPDOUBLE_REPORT");
+	FILE *f;
+	int i;
+
+	if (!path || !(f = fopen(path, "ae")))
+		return;
+	fprintf(f, "pid=%d live_allocs=%ld live_streams=%ld live_events=%ld live_host_regs=%ld copies=%ld unpinned_copies=%ld exports=%ld",
+		(int)getpid(), cnt.live_allocs, cnt.live_streams,
+		cnt.live_events, cnt.live_host_regs, cnt.copies,
+		cnt.unpinned_copies, cnt.exports);
+	for (i = 0; i < cfg.devices; i++)
+		fprintf(f, " dev%d=%ld", i, cnt.allocs_on[i]);
+	fputc('\n', f);
+	fclose(f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* errors and devices                                                       */
+
+const char *hipGetErrorName(hipError_t e)
+{
+	switch (e) {
+	case hipSuccess: return "hipSuccess";
+	case hipErrorInvalidValue: return "hipErrorInvalidValue";
+	case hipErrorOutOfMemory: return "hipErrorOutOfMemory";
+	case hipErrorNotInitialized: return "hipErrorNotInitialized";
+	case hipErrorNoDevice: return "hipErrorNoDevice";
+	case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
+	case hipErrorInvalidResourceHandle: return "hipErrorInvalidResourceHandle";
+	case hipErrorNotReady: return "hipErrorNotReady";
+	case hipErrorHostMemoryAlreadyRegistered: return "hipErrorHostMemoryAlreadyRegistered";
+	case hipErrorHostMemoryNotRegistered: return "hipErrorHostMemoryNotRegistered";
+	case hipErrorNotSupported: return "hipErrorNotSupported";
+	default: return "hipErrorUnknown";
+	}
+}
+
+hipError_t hipGetDeviceCount(int *count)
+{
+	if (!count)
+		return hipErrorInvalidValue;
+	*count = 0;
+	if (fails("init"))
+		return hipErrorNotInitialized;
+	if (!cfg.devices)
+		return hipErrorNoDevice;
+	*count = cfg.devices;
+	return hipSuccess;
+}
+
+hipError_t hipSetDevice(int dev)
+{
+	if (dev < 0 || dev >= cfg.devices)
+		return hipErrorInvalidDevice;
+	cur_dev = dev;
+	return hipSuccess;
+}
+
+/* ------------------------------------------------------------------------ */
+/* memory: device allocations are memfd mappings (udmabuf can export them)  */
+
+struct range {
+	char *base;
+	size_t size;
+	int memfd;		/* device allocations only */
+	int dev;
+	struct range *next;
+};
+
+static struct range *dev_mem, *host_regs;
+
+static struct range *find(struct range *list, const void *p, size_t len)
+{
+	const char *c = p;
+
+	for (; list; list = list->next)
+		if (c >= list->base && len <= list->size &&
+		    (size_t)(c - list->base) <= list->size - len)
+			return list;
+	return NULL;
+}
+
+static struct range *unlink_base(struct range **list, const void *base)
+{
+	struct range **pp, *r;
+
+	for (pp = list; (r = *pp); pp = &r->next)
+		if (r->base == base) {
+			*pp = r->next;
+			return r;
+		}
+	return NULL;
+}
+
+hipError_t hipMalloc(void **ptr, size_t size)
+{
+	struct range *r;
+
+	if (!ptr)
+		return hipErrorInvalidValue;
+	*ptr = NULL;
+	if (!size)
+		return hipSuccess;
+	if (fails("malloc"))
+		return hipErrorOutOfMemory;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return hipErrorOutOfMemory;
+	r->size = size;
+	r->dev = cur_dev;
+	r->memfd = memfd_create("hip_double", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->memfd < 0 || ftruncate(r->memfd, size) < 0)
+		goto err;
+	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->memfd, 0);
+	if (r->base == MAP_FAILED)
+		goto err;
+	/* uninitialised, like device memory: not zeroes */
+	memset(r->base, 0xa5, size);
+	pthread_mutex_lock(&lock);
+	r->next = dev_mem;
+	dev_mem = r;
+	cnt.live_allocs++;
+	cnt.allocs_on[r->dev]++;
+	pthread_mutex_unlock(&lock);
+	*ptr = r->base;
+	return hipSuccess;
+err:
+	if (r->memfd >= 0)
+		close(r->memfd);
+	free(r);
+	return hipErrorOutOfMemory;
+}
+
+hipError_t hipFree(void *ptr)
+{
+	struct range *r;
+
+	if (!ptr)
+		return hipSuccess;
+	pthread_mutex_lock(&lock);
+	r = unlink_base(&dev_mem, ptr);
+	if (r)
+		cnt.live_allocs--;
+	pthread_mutex_unlock(&lock);
+	if (!r)
+		return hipErrorInvalidValue;
+	munmap(r->base, r->size);
+	close(r->memfd);
+	free(r);
+	return hipSuccess;
+}
+
+hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+	struct range *r;
+	hipError_t e = hipSuccess;
+
+	(void)flags;
+	if (!ptr || !size)
+		return hipErrorInvalidValue;
+	if (fails("hostregister"))
+		return hipErrorOutOfMemory;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return hipErrorOutOfMemory;
+	r->base = ptr;
+	r->size = size;
+	r->memfd = -1;
+	pthread_mutex_lock(&lock);
+	if (find(host_regs, ptr, 1) || find(host_regs, (char *)ptr + size - 1, 1)) {
+		e = hipErrorHostMemoryAlreadyRegistered;
+	} else {
+		r->next = host_regs;
+		host_regs = r;
+		cnt.live_host_regs++;
+	}
+	pthread_mutex_unlock(&lock);
+	if (e)
+		free(r);
+	return e;
+}
+
+hipError_t hipHostUnregister(void *ptr)
+{
+	struct range *r;
+
+	pthread_mutex_lock(&lock);
+	r = unlink_base(&host_regs, ptr);
+	if (r)
+		cnt.live_host_regs--;
+	pthread_mutex_unlock(&lock);
+	if (!r)
+		return hipErrorHostMemoryNotRegistered;
+	free(r);
+	return hipSuccess;
+}
+
+/* The double's own export, shared with the ROCr double. */
+int hipdouble_export(const void *ptr, size_t size, int *fd, uint64_t *off)
+{
+	struct udmabuf_create create = { .flags = UDMABUF_FLAGS_CLOEXEC };
+	struct range *r;
+	int dev, ret;
+
+	if (fails("export") || cfg.no_export)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&lock);
+	r = find(dev_mem, ptr, size);
+	pthread_mutex_unlock(&lock);
+	if (!r)
+		return -EINVAL;
+	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return -EOPNOTSUPP;
+	create.memfd = (uint32_t)r->memfd;
+	create.offset = (uint64_t)((const char *)ptr - r->base);
+	create.size = size;
+	ret = fcntl(r->memfd, F_ADD_SEALS, F_SEAL_SHRINK);
+	if (!ret)
+		ret = ioctl(dev, UDMABUF_CREATE, &create);
+	if (ret < 0)
+		ret = -errno;
+	close(dev);
+	if (ret < 0)
+		return ret;
+	*fd = ret;
+	if (off)
+		*off = 0;
+	__atomic_add_fetch(&cnt.exports, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+#ifndef HIPDOUBLE_ROCM5
+hipError_t hipMemGetHandleForAddressRange(void *handle, void *ptr, size_t size,
+					  int type, unsigned long long flags)
+{
+	int ret;
+
+	if (!handle || type != 1 || flags)
+		return hipErrorInvalidValue;
+	ret = hipdouble_export(ptr, size, handle, NULL);
+	if (ret == -EOPNOTSUPP)
+		return hipErrorNotSupported;
+	return ret ? hipErrorInvalidValue : hipSuccess;
+}
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* streams: a worker thread per stream runs its copies in order             */
+
+struct copy_op {
+	void *dst;
+	const void *src;
+	size_t len;
+	bool corrupt;
+	struct copy_op *next;
+};
+
+struct ihipStream_t {
+	pthread_t worker;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct copy_op *head, **tail;
+	uint64_t submitted, completed;
+	bool stop;
+};
+
+struct ihipEvent_t {
+	struct ihipStream_t *s;
+	uint64_t target;
+};
+
+typedef struct ihipStream_t *hipStream_t;
+typedef struct ihipEvent_t *hipEvent_t;
+
+static void *stream_worker(void *arg)
+{
+	struct ihipStream_t *s = arg;
+	struct copy_op *op;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head && !s->stop)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->head)
+			break;
+		op = s->head;
+		pthread_mutex_unlock(&s->mu);
+		if (cfg.delay_us)
+			usleep(cfg.delay_us);
+		memcpy(op->dst, op->src, op->len);
+		if (op->corrupt && op->len)
+			*(unsigned char *)op->dst ^= 0xff;
+		pthread_mutex_lock(&s->mu);
+		s->head = op->next;
+		if (!s->head)
+			s->tail = &s->head;
+		s->completed++;
+		free(op);
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+hipError_t hipStreamCreateWithFlags(hipStream_t *stream, unsigned int flags)
+{
+	struct ihipStream_t *s;
+
+	(void)flags;
+	if (!stream)
+		return hipErrorInvalidValue;
+	if (fails("stream"))
+		return hipErrorOutOfMemory;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return hipErrorOutOfMemory;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	s->tail = &s->head;
+	if (pthread_create(&s->worker, NULL, stream_worker, s)) {
+		free(s);
+		return hipErrorOutOfMemory;
+	}
+	__atomic_add_fetch(&cnt.live_streams, 1, __ATOMIC_RELAXED);
+	*stream = s;
+	return hipSuccess;
+}
+
+static void stream_wait_for(struct ihipStream_t *s, uint64_t target)
+{
+	pthread_mutex_lock(&s->mu);
+	while (s->completed < target)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+hipError_t hipStreamSynchronize(hipStream_t s)
+{
+	uint64_t target;
+
+	if (!s)
+		return hipErrorInvalidResourceHandle;
+	pthread_mutex_lock(&s->mu);
+	target = s->submitted;
+	pthread_mutex_unlock(&s->mu);
+	stream_wait_for(s, target);
+	return hipSuccess;
+}
+
+hipError_t hipStreamDestroy(hipStream_t s)
+{
+	if (!s)
+		return hipErrorInvalidResourceHandle;
+	hipStreamSynchronize(s);
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->worker, NULL);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+	__atomic_sub_fetch(&cnt.live_streams, 1, __ATOMIC_RELAXED);
+	return hipSuccess;
+}
+
+static hipError_t queue_copy(void *dst, const void *src, size_t len,
+			     hipStream_t s, const void *dev, const void *host)
+{
+	bool pinned, corrupt = false;
+	struct copy_op *op;
+
+	if (!s)
+		return hipErrorInvalidResourceHandle;
+	if (fails("copy"))
+		return hipErrorInvalidValue;
+	pthread_mutex_lock(&lock);
+	/* the device side must lie inside one allocation, as on a GPU */
+	if (!find(dev_mem, dev, len)) {
+		pthread_mutex_unlock(&lock);
+		return hipErrorInvalidValue;
+	}
+	pinned = find(host_regs, host, len);
+	cnt.copies++;
+	if (!pinned)
+		cnt.unpinned_copies++;
+	if (dst == dev && cfg.corrupt)
+		corrupt = ++cnt.to_dev % cfg.corrupt == 0;
+	pthread_mutex_unlock(&lock);
+	op = malloc(sizeof(*op));
+	if (!op)
+		return hipErrorOutOfMemory;
+	op->dst = dst;
+	op->src = src;
+	op->len = len;
+	op->corrupt = corrupt;
+	op->next = NULL;
+	pthread_mutex_lock(&s->mu);
+	*s->tail = op;
+	s->tail = &op->next;
+	s->submitted++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return hipSuccess;
+}
+
+hipError_t hipMemcpyHtoDAsync(void *dst, void *src, size_t len, hipStream_t s)
+{
+	return queue_copy(dst, src, len, s, dst, src);
+}
+
+hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t len, hipStream_t s)
+{
+	return queue_copy(dst, src, len, s, src, dst);
+}
+
+/* ------------------------------------------------------------------------ */
+/* events                                                                   */
+
+hipError_t hipEventCreateWithFlags(hipEvent_t *ev, unsigned int flags)
+{
+	(void)flags;
+	if (!ev)
+		return hipErrorInvalidValue;
+	if (fails("event"))
+		return hipErrorOutOfMemory;
+	*ev = calloc(1, sizeof(**ev));
+	if (!*ev)
+		return hipErrorOutOfMemory;
+	__atomic_add_fetch(&cnt.live_events, 1, __ATOMIC_RELAXED);
+	return hipSuccess;
+}
+
+hipError_t hipEventRecord(hipEvent_t ev, hipStream_t s)
+{
+	if (!ev || !s)
+		return hipErrorInvalidResourceHandle;
+	pthread_mutex_lock(&s->mu);
+	ev->s = s;
+	ev->target = s->submitted;
+	pthread_mutex_unlock(&s->mu);
+	return hipSuccess;
+}
+
+hipError_t hipEventQuery(hipEvent_t ev)
+{
+	bool done;
+
+	if (!ev)
+		return hipErrorInvalidResourceHandle;
+	if (!ev->s)
+		return hipSuccess;	/* never recorded: complete */
+	pthread_mutex_lock(&ev->s->mu);
+	done = ev->s->completed >= ev->target;
+	pthread_mutex_unlock(&ev->s->mu);
+	return done ? hipSuccess : hipErrorNotReady;
+}
+
+hipError_t hipEventSynchronize(hipEvent_t ev)
+{
+	if (!ev)
+		return hipErrorInvalidResourceHandle;
+	if (ev->s)
+		stream_wait_for(ev->s, ev->target);
+	return hipSuccess;
+}
+
+hipError_t hipEventDestroy(hipEvent_t ev)
+{
+	if (!ev)
+		return hipErrorInvalidResourceHandle;
+	free(ev);
+	__atomic_sub_fetch(&cnt.live_events, 1, __ATOMIC_RELAXED);
+	return hipSuccess;
+}

@@ -285,11 +285,15 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_options *o = td->eo;
 	int ids[DBR_MAX_DEV_IDS], nr, count, dev;
-	char why[192] = "", msg[384];
+	char why[512] = "", msg[640];
 
-	if (o->gpu == DBR_GPU_AUTO)
+	if (o->gpu == DBR_GPU_AUTO) {
 		dd->prov = gpu_provider_auto(why, sizeof(why));
-	else
+		if (dbr_first_thread(td) && why[0])
+			dbr_info("%s: gpu=auto -> %s (%s)", td->o.name,
+				 dd->prov->name, why);
+		why[0] = '\0';
+	} else
 		dd->prov = gpu_provider_by_name(gpu_names[o->gpu]);
 	if (!dd->prov) {
 		snprintf(msg, sizeof(msg), "gpu=%s: provider not compiled in; rebuild with ./configure --with-%s, or use gpu=host",
@@ -403,7 +407,7 @@ static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	if (*xfer == DBR_XFER_AUTO) {
 		*xfer = err ? DBR_XFER_BOUNCE : DBR_XFER_P2P;
 		if (dbr_first_thread(td))
-			dbr_info("transfer=auto -> %s%s%s",
+			dbr_info("%s: transfer=auto -> %s%s%s", td->o.name,
 				 dbr_transfer_name(*xfer), err ? ": " : "", why);
 		return 0;
 	}
@@ -660,7 +664,8 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
 	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s",
 		 td->o.name, dd->prov->name, dd->buf.dev_id,
-		 dd->p2p ? "p2p" : "bounce", dd->sync ? " gpu_sync=1" : "",
+		 dd->p2p ? "p2p" : "bounce",
+		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
 		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
 		 "host fixed buffer + async GPU copies",

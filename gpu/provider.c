@@ -28,14 +28,25 @@ const struct gpu_provider *gpu_provider_by_name(const char *name)
 	return NULL;
 }
 
-/* The first provider whose runtime is present with at least one device. */
+/*
+ * The first provider whose runtime is present with at least one device;
+ * why collects what each one passed over said, e.g. "cuda: libcuda.so.1 not
+ * found; hip: ...".
+ */
 const struct gpu_provider *gpu_provider_auto(char *why, size_t len)
 {
-	size_t i;
+	char one[192];
+	size_t i, used = 0;
 
-	for (i = 0; i < NR_PROVIDERS; i++)
-		if (providers[i]->probe(why, len) > 0)
+	why[0] = '\0';
+	for (i = 0; i < NR_PROVIDERS; i++) {
+		one[0] = '\0';
+		if (providers[i]->probe(one, sizeof(one)) > 0)
 			return providers[i];
+		used += snprintf(why + used, used < len ? len - used : 0,
+				 "%s%s: %s", used ? "; " : "", providers[i]->name,
+				 one[0] ? one : "no device");
+	}
 	return &gpu_host_provider;
 }
 

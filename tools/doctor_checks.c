@@ -432,7 +432,7 @@ static void check_gpu_pci(const struct dd_report *rep, struct dd_result *r)
 	else if (!f->gpu_pci[0]) {
 		say(r, DD_WARN, "PCI address unknown: the %s runtime did not tell it",
 		    f->prov_name);
-		fix(r, "the topology check needs it; compare nvidia-smi topo -m / lspci -t by hand");
+		fix(r, "without it the topology check cannot run: compare by hand with lspci -tv");
 	} else
 		say(r, DD_OK, "PCI %s, NUMA node %d", f->gpu_pci, f->gpu_numa);
 }
@@ -457,7 +457,7 @@ static void topo_unknown(const struct dd_report *rep, struct dd_result *r)
 		say(r, DD_SKIP, "no GPU (see gpu.runtime)");
 	else {
 		say(r, DD_WARN, "unknown: the GPU's PCI path is not known (see gpu.pci)");
-		fix(r, "compare the PCI paths by hand: lspci -tv, nvidia-smi topo -m");
+		fix(r, "compare the PCI paths by hand: lspci -tv (nvidia-smi topo -m on NVIDIA)");
 	}
 }
 

@@ -912,9 +912,18 @@ static int dbr_commit(struct thread_data *td)
 	if (!dd->nr_queued)
 		return 0;
 	dbr_advance_pre(dd);
-	ret = dbr_ring_submit(&dd->ring, 0);
-	if (ret < 0)
-		return ret;
+	/*
+	 * No free io_u left: fio cannot go on without reaping, so its next
+	 * call is getevents, which submits these and waits in one enter
+	 * (fio's io_uring engine enters here and again there). An SQPOLL
+	 * thread wants the SQ tail now.
+	 */
+	if (!io_u_qempty(&td->io_u_freelist) ||
+	    (dd->ring.setup_flags & IORING_SETUP_SQPOLL)) {
+		ret = dbr_ring_submit(&dd->ring, 0);
+		if (ret < 0)
+			return ret;
+	}
 	if (fio_fill_issue_time(td)) {
 		fio_gettime(&now, NULL);
 		for (i = 0; i < dd->nr_queued; i++) {
@@ -1010,13 +1019,40 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 	dd->nr_events = 0;
 	for (;;) {
 		dbr_advance_pre(dd);
-		dbr_reap_ring(dd);
+		/*
+		 * Only ring I/O outstanding: submit what commit left and wait
+		 * for what fio needs in one enter, rather than a non-blocking
+		 * reap's enter and then a waiting one.
+		 */
+		if (!dd->pre.head && !dd->post.head && !dd->ready.head) {
+			ret = dbr_ring_wait(&dd->ring, min > dd->nr_events ?
+					    min - dd->nr_events : 0);
+			if (ret < 0 && ret != -ETIME && ret != -EINTR) {
+				td_verror(td, -ret, "getevents");
+				return ret;
+			}
+		}
+		/*
+		 * fio reaps one event per call by default
+		 * (iodepth_batch_complete_max): hand over what an earlier
+		 * reap left before asking the kernel for more.
+		 */
+		if (!dd->ready.head)
+			dbr_reap_ring(dd);
 		dbr_advance_post(dd);
 		dbr_hand_over(dd, max);
 		if (dd->nr_events >= min || dbr_idle(dd))
 			break;
 		ret = dbr_wait(dd);
 		if (ret < 0 && ret != -ETIME && ret != -EINTR) {
+			td_verror(td, -ret, "getevents");
+			return ret;
+		}
+	}
+	/* nothing commit handed us may stay unsubmitted past this call */
+	if (dd->ring.unsubmitted) {
+		ret = dbr_ring_submit(&dd->ring, 0);
+		if (ret < 0) {
 			td_verror(td, -ret, "getevents");
 			return ret;
 		}

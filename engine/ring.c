@@ -256,13 +256,37 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 	if (!r->unsubmitted && !wait_nr)
 		return 0;
 	do {
-		ret = io_uring_submit_and_wait(&r->ring, wait_nr);
+		/*
+		 * With DEFER_TASKRUN completions reach the CQ only when we
+		 * enter with GETEVENTS: do that in the submit enter too, so
+		 * the next reap finds them without an enter of its own (as
+		 * task work run at syscall exit does for rings without it).
+		 */
+		if (!wait_nr && (r->setup_flags & IORING_SETUP_DEFER_TASKRUN))
+			ret = io_uring_submit_and_get_events(&r->ring);
+		else
+			ret = io_uring_submit_and_wait(&r->ring, wait_nr);
 	} while (ret == -EINTR);
 	if (ret < 0)
 		return ret;
 	r->unsubmitted -= (unsigned int)ret < r->unsubmitted ?
 			  (unsigned int)ret : r->unsubmitted;
 	return ret;
+}
+
+/*
+ * Submit what is queued and block until nr completions can be reaped (at
+ * most what is in flight), entering the kernel only when the CQ holds fewer:
+ * one enter that both flushes deferred completions and waits, instead of a
+ * non-blocking reap's enter followed by a waiting one.
+ */
+int dbr_ring_wait(struct dbr_ring *r, unsigned int nr)
+{
+	if (nr > r->inflight)
+		nr = r->inflight;
+	if (!r->unsubmitted && (r->stash || io_uring_cq_ready(&r->ring) >= nr))
+		return 0;
+	return dbr_ring_submit(r, nr);
 }
 
 /*

@@ -81,6 +81,7 @@ int dbr_probe_p2p(void);
 
 int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req);
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr);
+int dbr_ring_wait(struct dbr_ring *r, unsigned int nr);
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
 int dbr_ring_quiesce(struct dbr_ring *r);

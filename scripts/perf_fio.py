@@ -36,7 +36,10 @@ def expand_env(text, env):
             return ""
         return env[name]
 
-    out = re.sub(r"\$\{([^}]+)\}", sub, text)
+    # comments are left alone, as fio does
+    out = "\n".join(l if l.lstrip()[:1] in ("#", ";") else
+                     re.sub(r"\$\{([^}]+)\}", sub, l)
+                     for l in text.split("\n"))
     if missing:
         raise JobFileError("unset environment variable%s: %s" %
                            ("s" if len(set(missing)) > 1 else "",

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# scripts/perf itself: one real fio run (this engine and fio's io_uring on a
+# scratch file) whose fio JSON+ the runner must read back exactly, then the
+# report, baseline and regression paths on those results (--from, no fio),
+# a failing case, a config file, and fio client/server on loopback.
+# No timing is judged here: figures are printed, never pass/fail.
+. "$(dirname "$0")/../lib.sh"
+
+command -v python3 >/dev/null || skip "python3 not installed"
+perf=$SRCDIR/scripts/perf
+export FIO DBR_ENGINE=$ENGINE
+
+# ---- one real run: 2 implementations x 2 iodepths x 2 repetitions
+out=$TMPD/run
+if "$perf" --jobs overhead-4k-randread --impl dbr,io_uring --iodepth 1,4 \
+	--repeat 2 --runtime 0.3 --target scratch:file --size 16m \
+	--out "$out" --save-baseline "$TMPD/base.json" \
+	>"$TMPD/run.out" 2>&1; then
+	pass "a 2x2 matrix with 2 repetitions ran"
+else
+	fail "a 2x2 matrix with 2 repetitions ran"
+	tail -20 "$TMPD/run.out"
+	finish
+	exit 1
+fi
+for f in results.md results.csv results.json plot.svg; do
+	[ -s "$out/$f" ] && pass "wrote $f" || fail "wrote $f"
+done
+grep -q '^\[ *8/8 ' "$TMPD/run.out" && pass "progress counts 8 runs" ||
+	fail "progress counts 8 runs"
+grep -q 'overhead-4k-randread dbr qd=4 / overhead-4k-randread io_uring qd=4: IOPS ratio [0-9.]*' \
+	"$TMPD/run.out" && pass "prints the ratio to fio's io_uring" ||
+	fail "prints the ratio to fio's io_uring"
+grep -q '<svg' "$out/plot.svg" && grep -q '</svg>' "$out/plot.svg" &&
+	pass "plot is a complete SVG" || fail "plot is a complete SVG"
+
+# the runner's figures must be fio's own: read each saved fio output here
+# independently and compare (IOPS, I/O count, p99 from fio's percentiles)
+if python3 - "$out" <<'PY' >"$TMPD/parse.out" 2>&1; then
+import csv, json, os, re, sys
+out = sys.argv[1]
+res = json.load(open(os.path.join(out, "results.json")))
+assert len(res["records"]) == 8, len(res["records"])
+for r in res["records"]:
+    text = open(r["output"]).read()
+    doc = json.loads(text[re.search(r"^\{", text, re.M).start():].rsplit("}", 1)[0] + "}")
+    (job,) = doc["jobs"]
+    s = r["summary"]
+    assert job["job options"]["ioengine"] in ("io_uring",) or \
+        job["job options"]["ioengine"].startswith("external:"), job["job options"]
+    assert abs(s["iops"] - job["read"]["iops"]) < 1e-6, (s["iops"], job["read"]["iops"])
+    assert s["ios"] == job["read"]["total_ios"] > 0
+    # p99 from merged bins vs fio's own p99 (fio reports the bin value too)
+    assert s["clat_p99_us"] * 1000 == job["read"]["clat_ns"]["percentile"]["99.000000"], \
+        (s["clat_p99_us"], job["read"]["clat_ns"]["percentile"]["99.000000"])
+    assert s["clat_p50_us"] <= s["clat_p99_us"] <= s["clat_p99.9_us"]
+    assert s["cpu_us_per_io"] > 0
+rows = list(csv.DictReader(open(os.path.join(out, "results.csv"))))
+assert [r["id"] for r in rows] == [
+    "overhead-4k-randread %s qd=%s" % (i, q) for q in ("1", "4")
+    for i in ("dbr", "io_uring")], [r["id"] for r in rows]
+assert all(r["n"] == "2" for r in rows)
+print("ok")
+PY
+	pass "summaries equal fio's own JSON+ figures (IOPS, I/Os, p99)"
+else
+	fail "summaries equal fio's own JSON+ figures"
+	cat "$TMPD/parse.out"
+fi
+grep -q "ioengine=io_uring" "$out"/runs/*io_uring_qd=4.rep1.fio &&
+	grep -q "fixedbufs=1" "$out"/runs/*io_uring_qd=4.rep1.fio &&
+	! grep -Eq "^(gpu|transfer)=" "$out"/runs/*io_uring_qd=4.rep1.fio &&
+	pass "the io_uring case runs with fixedbufs, without this engine's options" ||
+	fail "the io_uring case runs with fixedbufs, without this engine's options"
+
+# ---- baselines, from the stored results (no fio)
+"$perf" --from "$out" --baseline "$TMPD/base.json" >"$TMPD/same.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "no regression" "$TMPD/same.out" &&
+	pass "same results against their own baseline: exit 0" ||
+	{ fail "same results against their own baseline: exit 0 (got $rc)"; tail "$TMPD/same.out"; }
+
+# a baseline 25% faster on one case must be named, with the amount
+python3 - "$TMPD/base.json" "$TMPD/fast.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+c = b["cases"]["overhead-4k-randread dbr qd=4"]
+c["iops"] = c["iops"] / 0.75
+json.dump(b, open(sys.argv[2], "w"))
+PY
+"$perf" --from "$out" --baseline "$TMPD/fast.json" --tolerance 10% >"$TMPD/reg.out" 2>&1
+rc=$?
+[ "$rc" -eq 3 ] && pass "a regression exits 3" || fail "a regression exits 3 (got $rc)"
+grep -q "REGRESSION" "$TMPD/reg.out" &&
+	grep -Eq "^  overhead-4k-randread dbr qd=4: IOPS .* \(-25\.0%\)" "$TMPD/reg.out" &&
+	[ "$(grep -c '^  overhead' "$TMPD/reg.out")" -eq 1 ] &&
+	pass "names the one regressed case and by how much: $(grep '^  overhead' "$TMPD/reg.out")" ||
+	{ fail "names the regressed case and by how much"; cat "$TMPD/reg.out"; }
+"$perf" --from "$out" --baseline "$TMPD/fast.json" --tolerance 30% >"$TMPD/tol.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && pass "within the tolerance (30% > 25%): exit 0" ||
+	fail "within the tolerance: exit 0 (got $rc)"
+
+# ---- a case that fails is reported, the run exits 1
+"$perf" --jobs overhead-4k-randread --impl dbr --transfer p2p --runtime 0.2 \
+	--target scratch:file --size 4m --out "$TMPD/p2p" >"$TMPD/p2p.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "FAILED: .*p2p" "$TMPD/p2p.out" &&
+	pass "a failing case (p2p on a file) exits 1 with the engine's reason" ||
+	{ fail "a failing case exits 1 with the engine's reason (got $rc)"; tail -5 "$TMPD/p2p.out"; }
+
+# ---- a config file describes the matrix (dry run: commands only)
+cat >"$TMPD/perf.ini" <<INI
+[perf]
+jobs = randread-like
+impl = dbr, io_uring
+transfer = bounce, auto
+iodepth = 1, 16
+bs = 4k, 64k
+repeat = 2
+INI
+cp "$SRCDIR/jobs/overhead-4k-randread.fio" "$TMPD/randread-like.fio"
+sed -i "s|^jobs = .*|jobs = $TMPD/randread-like.fio|" "$TMPD/perf.ini"
+"$perf" --config "$TMPD/perf.ini" --target scratch:file --dry-run \
+	--out "$TMPD/dry" >"$TMPD/dry.out" 2>&1
+# (2 transfers + io_uring) x 2 qd x 2 bs x 2 repetitions
+n=$(grep -c -- "--output-format=json+" "$TMPD/dry.out")
+[ "$n" -eq 24 ] && pass "config file: 3 x 2 x 2 cases x 2 repetitions = 24 runs" ||
+	fail "config file: want 24 runs, got $n"
+
+# ---- fio client/server on loopback: the JSON has client_stats
+port=$((20000 + RANDOM % 20000))
+"$FIO" --server=ip:127.0.0.1,$port --daemonize="$TMPD/server.pid" >/dev/null 2>&1 &&
+	at_exit 'kill $(cat "$TMPD/server.pid") 2>/dev/null'
+sleep 1
+if [ -s "$TMPD/server.pid" ]; then
+	"$perf" --jobs overhead-4k-randread --impl dbr --runtime 0.3 \
+		--target scratch:file --size 16m \
+		--hosts "ip:127.0.0.1,$port" --out "$TMPD/cs" >"$TMPD/cs.out" 2>&1
+	rc=$?
+	[ "$rc" -eq 0 ] && grep -q '"hosts": \[' "$TMPD/cs/results.json" &&
+		grep -q "hosts: ip:127.0.0.1,$port" "$TMPD/cs/results.md" &&
+		python3 -c "
+import json,sys; r=json.load(open('$TMPD/cs/results.json'))['records'][0]['summary']
+assert r['ios'] > 0 and r['hosts'] != ['local'], r" &&
+		pass "client/server run through --hosts (fio's client_stats parsed)" ||
+		{ fail "client/server run through --hosts (exit $rc)"; tail -8 "$TMPD/cs.out"; }
+else
+	fail "fio --server did not start"
+fi
+finish

@@ -13,10 +13,6 @@ set -u
 : "${FIO:=$SRCDIR/build-deps/fio-3.33/fio}"
 : "${ENGINE:=$BUILDDIR/.libs/libdmabuf_uring.so}"
 
-# ASan builds: fio itself is not instrumented, so the runtime must come first.
-if [ -n "${DBR_ASAN_PRELOAD:-}" ]; then
-	export LD_PRELOAD="$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"
-fi
 
 TEST_NAME=$(basename "$0" .sh)
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/dbr-$TEST_NAME.XXXXXX")
@@ -45,9 +41,20 @@ finish() {
 [ -x "$FIO" ] || die "fio not found at $FIO (run scripts/get-fio, or set FIO)"
 [ -f "$ENGINE" ] || die "engine not built at $ENGINE (run make)"
 
+# fio itself. In the sanitizer pass fio is not instrumented but loads the
+# instrumented engine, so the ASan runtime is preloaded into fio (and only
+# into fio: bash, python and the rest are not ours to check).
+run_fio() {
+	if [ -n "${DBR_ASAN_PRELOAD:-}" ]; then
+		LD_PRELOAD="$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" "$FIO" "$@"
+	else
+		"$FIO" "$@"
+	fi
+}
+
 # fio with this engine; extra arguments are fio options
 dbr_fio() {
-	"$FIO" --ioengine="external:$ENGINE" "$@"
+	run_fio --ioengine="external:$ENGINE" "$@"
 }
 
 # run_ok NAME FIO-ARGS...: fio must exit 0 with no error in its output

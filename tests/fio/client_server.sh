@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 port=$((20000 + RANDOM % 20000))
-"$FIO" --server=ip:127.0.0.1,$port --daemonize="$TMPD/server.pid" >"$TMPD/server.log" 2>&1 ||
+run_fio --server=ip:127.0.0.1,$port --daemonize="$TMPD/server.pid" >"$TMPD/server.log" 2>&1 ||
 	die "fio --server did not start"
 at_exit 'kill $(cat "$TMPD/server.pid") 2>/dev/null'
 for _ in $(seq 50); do
@@ -13,6 +13,8 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
+# the client only talks to the server: it never loads the engine, so it
+# runs as plain "$FIO" even in the sanitizer pass
 cat >"$TMPD/job.fio" <<JOB
 [global]
 ioengine=external:$ENGINE
@@ -39,7 +41,7 @@ else
 	fail "job ran through fio --client/--server with verify"
 	tail -20 "$TMPD/client.out"
 fi
-grep -q "dmabuf_uring: transfer=auto -> bounce" "$TMPD/client.out" &&
+grep -q "dmabuf_uring: cs: transfer=auto -> bounce" "$TMPD/client.out" &&
 	pass "the engine's path line reaches the client" ||
 	fail "the engine's path line reaches the client"
 

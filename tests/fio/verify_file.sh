@@ -42,7 +42,7 @@ g=$(scratch_file cross)
 run_ok cross-write-dbr --name=x --filename="$g" --size=8m --rw=randwrite \
 	--bs=4k --iodepth=32 --direct=1 --gpu=host --transfer=bounce --verify=crc32c \
 	--do_verify=0 --randseed=7
-if "$FIO" --name=x --filename="$g" --size=8m --rw=randwrite --bs=4k --iodepth=32 \
+if run_fio --name=x --filename="$g" --size=8m --rw=randwrite --bs=4k --iodepth=32 \
 	--direct=1 --ioengine=io_uring --verify=crc32c --verify_only=1 --randseed=7 \
 	>"$TMPD/cross-read.out" 2>&1 && ! grep -q "err= *[1-9]" "$TMPD/cross-read.out"; then
 	pass "fio's io_uring engine verifies data written by dmabuf_uring"
@@ -52,7 +52,7 @@ else
 fi
 
 h=$(scratch_file cross2)
-"$FIO" --name=y --filename="$h" --size=8m --rw=randwrite --bs=8k --iodepth=16 \
+run_fio --name=y --filename="$h" --size=8m --rw=randwrite --bs=8k --iodepth=16 \
 	--direct=1 --ioengine=io_uring --verify=crc32c --do_verify=0 --randseed=9 \
 	>"$TMPD/cross2-write.out" 2>&1 || die "fio's io_uring engine failed to write"
 run_ok cross-read-dbr-verifies-io_uring-writes --name=y --filename="$h" --size=8m \

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuda_bw: host<->GPU copy bandwidth with the CUDA driver API, the limit the
+ * bounce path is measured against. Per device: a 256 MiB device buffer and a
+ * host buffer of anonymous pages, page-locked with cuMemHostRegister exactly
+ * as gpu/cuda.c does; GB/s of H2D and D2H copies on one stream, then H2D
+ * from the same pages before they were registered (pageable, for contrast).
+ * Also prints each device's memory in use (cuMemGetInfo), which the
+ * multi-GPU check samples.
+ *
+ *   cuda_bw [DEV ...]      (default: every device)
+ *   cc -O2 -I$CUDA/include cuda_bw.c -L$CUDA/lib64/stubs -lcuda -o cuda_bw
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+
+#include <cuda.h>
+
+#define SIZE	(256UL << 20)
+#define REPS	16
+
+#define CK(call) do {							\
+	CUresult r_ = (call);						\
+	if (r_ != CUDA_SUCCESS) {					\
+		const char *n_ = "?";					\
+		cuGetErrorName(r_, &n_);				\
+		fprintf(stderr, "cuda_bw: %s: %s\n", #call, n_);	\
+		exit(1);						\
+	}								\
+} while (0)
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double run(CUstream s, CUdeviceptr d, void *h, int h2d)
+{
+	double t;
+	int i;
+
+	if (h2d)	/* warm up */
+		CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	else
+		CK(cuMemcpyDtoHAsync(h, d, SIZE, s));
+	CK(cuStreamSynchronize(s));
+	t = now();
+	for (i = 0; i < REPS; i++) {
+		if (h2d)
+			CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+		else
+			CK(cuMemcpyDtoHAsync(h, d, SIZE, s));
+	}
+	CK(cuStreamSynchronize(s));
+	return (double)SIZE * REPS / (now() - t) / 1e9;
+}
+
+static void one_device(int ordinal)
+{
+	double h2d, d2h, pageable;
+	size_t free_b, total_b;
+	CUdeviceptr d;
+	CUcontext ctx;
+	CUstream s;
+	CUdevice dev;
+	char name[128];
+	void *h;
+
+	CK(cuDeviceGet(&dev, ordinal));
+	CK(cuDeviceGetName(name, sizeof(name), dev));
+	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(cuCtxSetCurrent(ctx));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	h = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h == MAP_FAILED)
+		exit(1);
+	memset(h, 1, SIZE);
+	pageable = run(s, d, h, 1);
+	CK(cuMemHostRegister(h, SIZE, 0));
+	h2d = run(s, d, h, 1);
+	d2h = run(s, d, h, 0);
+	CK(cuMemGetInfo(&free_b, &total_b));
+	printf("cuda_bw: device %d (%s): pinned H2D %.1f GB/s, pinned D2H %.1f GB/s, pageable H2D %.1f GB/s (256 MiB x %d, one stream); %zu MiB of %zu MiB in use\n",
+	       ordinal, name, h2d, d2h, pageable, REPS, (total_b - free_b) >> 20,
+	       total_b >> 20);
+	CK(cuMemHostUnregister(h));
+	munmap(h, SIZE);
+	CK(cuMemFree(d));
+	CK(cuStreamDestroy(s));
+	CK(cuDevicePrimaryCtxRelease(dev));
+}
+
+int main(int argc, char **argv)
+{
+	int n, i;
+
+	CK(cuInit(0));
+	CK(cuDeviceGetCount(&n));
+	if (argc > 1) {
+		for (i = 1; i < argc; i++)
+			one_device(atoi(argv[i]));
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		one_device(i);
+	return 0;
+}

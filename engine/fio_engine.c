@@ -398,7 +398,7 @@ static int dbr_p2p_blockers(struct thread_data *td, char *why, size_t len)
  * cannot run. */
 static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 {
-	char why[512], msg[640];
+	char why[512], msg[896];
 	int err;
 
 	if (*xfer == DBR_XFER_BOUNCE)
@@ -413,8 +413,8 @@ static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	}
 	if (!err)
 		return 0;
-	snprintf(msg, sizeof(msg), "transfer=p2p cannot run: %s. Use transfer=bounce (or transfer=auto) here",
-		 why);
+	snprintf(msg, sizeof(msg), "transfer=p2p cannot run: %s. Use transfer=bounce (or transfer=auto) here; 'dmabuf-doctor %s' checks everything p2p needs",
+		 why, td->files_index ? td->files[0]->file_name : "/dev/nvmeXnY");
 	return dbr_fail(td, err, "p2p", msg);
 }
 
@@ -542,14 +542,14 @@ err:
 
 static int dbr_export(struct thread_data *td, struct dbr_data *dd)
 {
-	char msg[384];
+	char msg[640];
 	int ret = dd->prov->export_dmabuf(&dd->buf);
 
 	if (!ret)
 		return 0;
-	snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce",
+	snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce, or run 'dmabuf-doctor --gpu %s' on the target for the full check",
 		 dd->prov->name, dd->buf.size >> 20,
-		 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+		 dd->buf.why[0] ? dd->buf.why : strerror(-ret), dd->prov->name);
 	return dbr_fail(td, -ret, "dma-buf export", msg);
 }
 

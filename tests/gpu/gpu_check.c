@@ -75,8 +75,8 @@ static int count_fds(void)
 /* "exp_name: nv_dmabuf size: 8388608" from the fd's fdinfo */
 static void fdinfo(int fd, char *out, size_t len)
 {
-	char path[64], l[256];
-	size_t used = 0;
+	char path[64], l[256], name[64] = "?";
+	unsigned long long size = 0;
 	FILE *f;
 
 	out[0] = '\0';
@@ -84,13 +84,12 @@ static void fdinfo(int fd, char *out, size_t len)
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	while (fgets(l, sizeof(l), f) && used < len) {
-		if (strncmp(l, "exp_name:", 9) && strncmp(l, "size:", 5))
-			continue;
-		l[strcspn(l, "\n")] = '\0';
-		used += snprintf(out + used, len - used, "%s%s", used ? " " : "", l);
+	while (fgets(l, sizeof(l), f)) {
+		sscanf(l, "exp_name: %63s", name);
+		sscanf(l, "size: %llu", &size);
 	}
 	fclose(f);
+	snprintf(out, len, "exp_name: %s size: %llu", name, size);
 }
 
 static unsigned char pattern(size_t i, int seed)

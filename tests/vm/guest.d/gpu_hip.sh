@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# gpu=hip in the VM rig's guest, through the HIP runtime double (built by make
+# check: host memory, dma-buf export through the guest's /dev/udmabuf), on the
+# emulated NVMe namespace with O_DIRECT:
+#   both kernels:  the provider exports a real dma-buf (ROCm 6 call and the
+#                  ROCm 5 / ROCr fallback); bounce with verify=crc32c
+#   stock kernel:  transfer=p2p refuses cleanly
+#   series kernel: transfer=p2p for real: the double's udmabuf dma-buf
+#                  registered for /dev/nvme0n1, verify through "GPU" memory
+# shellcheck source=../../lib.sh
+. "$SRCDIR/tests/lib.sh"
+
+NS=/dev/nvme0n1
+libs=$BUILDDIR/tests/gpu/.libs
+check=$BUILDDIR/tests/gpu/gpu_check
+[ -f "$libs/libamdhip64.so" ] && [ -x "$check" ] ||
+	skip "the HIP double or gpu_check is not built (make check builds them)"
+[ -b $NS ] || skip "no $NS in this guest"
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mode=${DBR_VM_MODE:-stock}
+common=(--filename=$NS --size=16M --direct=1 --gpu=hip --thread)
+
+if [ -c /dev/udmabuf ]; then
+	if "$check" hip -x require -t 2 -m 8 >"$TMPD/export.out" 2>&1 &&
+	   grep -q "exp_name: udmabuf" "$TMPD/export.out"; then
+		pass "hip export: $(grep -m1 'dma-buf fd' "$TMPD/export.out" | sed 's/.*dma-buf/dma-buf/')"
+	else
+		fail "hip export through udmabuf"; cat "$TMPD/export.out"
+	fi
+	if LD_LIBRARY_PATH=$BUILDDIR/tests/gpu/rocm5/.libs "$check" hip -x require \
+		>"$TMPD/rocm5.out" 2>&1 && grep -q "exp_name: udmabuf" "$TMPD/rocm5.out"; then
+		pass "hip export, ROCm 5 flavour: through hsa_amd_portable_export_dmabuf"
+	else
+		fail "hip export, ROCm 5 flavour"; cat "$TMPD/rocm5.out"
+	fi
+else
+	log "no /dev/udmabuf in this kernel: export cases not run"
+fi
+
+run_ok hip-bounce-verify-nvme --name=hb "${common[@]}" --transfer=bounce \
+	--rw=randwrite --bs=16k --iodepth=16 --verify=crc32c --verify_fatal=1
+run_ok hip-bounce-read-verify-nvme --name=hb "${common[@]}" --transfer=bounce \
+	--rw=randwrite --bs=16k --iodepth=8 --verify=crc32c --verify_fatal=1 --verify_only=1
+
+if [ "$mode" = p2p ]; then
+	run_ok hip-p2p-verify-nvme --name=hp "${common[@]}" --transfer=p2p \
+		--rw=randwrite --bs=16k --iodepth=16 --verify=crc32c --verify_fatal=1
+	grep -q "gpu=hip dev=0 transfer=p2p" "$TMPD/hip-p2p-verify-nvme.out" &&
+		pass "p2p ran with the HIP provider's dma-buf" ||
+		fail "p2p with gpu=hip: path line missing"
+	run_ok hip-p2p-read-nosync --name=hp "${common[@]}" --transfer=p2p --gpu_sync=0 \
+		--rw=randread --bs=64k --iodepth=8
+else
+	run_refused hip-p2p-refused "transfer=p2p cannot run: this kernel lacks the io_uring dma-buf series" \
+		--name=hp "${common[@]}" --transfer=p2p --rw=read --bs=16k --iodepth=4
+fi
+finish

@@ -67,9 +67,9 @@ else
 	fail "summaries equal fio's own JSON+ figures"
 	cat "$TMPD/parse.out"
 fi
-grep -q "ioengine=io_uring" "$out"/runs/*io_uring_qd=4.rep1.fio &&
-	grep -q "fixedbufs=1" "$out"/runs/*io_uring_qd=4.rep1.fio &&
-	! grep -Eq "^(gpu|transfer)=" "$out"/runs/*io_uring_qd=4.rep1.fio &&
+grep -q "ioengine=io_uring" "$out"/runs/*io_uring_qd_4.rep1.fio &&
+	grep -q "fixedbufs=1" "$out"/runs/*io_uring_qd_4.rep1.fio &&
+	! grep -Eq "^(gpu|transfer)=" "$out"/runs/*io_uring_qd_4.rep1.fio &&
 	pass "the io_uring case runs with fixedbufs, without this engine's options" ||
 	fail "the io_uring case runs with fixedbufs, without this engine's options"
 

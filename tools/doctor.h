@@ -18,6 +18,7 @@
 #define DBR_DOCTOR_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stddef.h>
 
 #include "ring.h"
@@ -85,7 +86,7 @@ struct dd_facts {
 	struct dbr_target t;
 	const char *kind;		/* block device, regular file, ... */
 	int open_err;			/* O_RDWR|O_DIRECT (then O_RDONLY) */
-	char sysblk[256];		/* /sys/devices/... of the disk */
+	char sysblk[PATH_MAX];		/* /sys/devices/... of the disk (realpath) */
 	bool read_only;
 	bool mpath_head;
 	int mpath_paths;

@@ -70,7 +70,7 @@ static void to_parent(char *path)
 /* queue limits live on the whole disk, not on its partitions */
 static void gather_queue(struct dd_facts *f)
 {
-	char dir[256], path[300];
+	char dir[PATH_MAX], path[PATH_MAX + 64];
 
 	snprintf(dir, sizeof(dir), "%s", f->sysblk);
 	if (f->t.is_partition)
@@ -95,7 +95,7 @@ static bool is_ctrl_name(const char *name)
  * head node (a child of its nvme-subsystem) the subsystem's first controller. */
 static int nvme_ctrl_path(struct dd_facts *f, char *ctrl, size_t len)
 {
-	char subsys[256];
+	char subsys[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 
@@ -124,7 +124,7 @@ static int nvme_ctrl_path(struct dd_facts *f, char *ctrl, size_t len)
 
 static void gather_nvme(struct dd_facts *f)
 {
-	char ctrl[560], path[580];
+	char ctrl[PATH_MAX + 288], path[PATH_MAX + 320];
 
 	if (strncmp(f->t.name, "nvme", 4) ||
 	    nvme_ctrl_path(f, ctrl, sizeof(ctrl)))

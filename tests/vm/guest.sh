@@ -135,12 +135,15 @@ elif want p2p; then
 		--rw=read --bs=64k --iodepth=8 --verify_only=1 --verify=crc32c "${common[@]}"
 	run_ok p2p-nrfiles2-verify --name=p7 --filename=$NS1:$NS2 --nrfiles=2 \
 		--transfer=p2p --rw=randwrite --bs=8k --iodepth=8 --verify=crc32c "${common[@]}"
+	# numjobs: each job its own region (offset_increment), else they overwrite
+	# each other's blocks and verify fails by design
 	run_ok p2p-numjobs2-verify --name=p8 --filename=$NS1 --transfer=p2p \
 		--rw=randwrite --bs=4k --iodepth=8 --numjobs=2 --offset_increment=16M \
 		--verify=crc32c "${common[@]}"
 	run_ok p2p-numjobs2-thread-nrfiles2-registerfiles --name=p9 --filename=$NS1:$NS2 \
 		--nrfiles=2 --transfer=p2p --rw=randrw --bs=32k --iodepth=16 --numjobs=2 \
-		--thread --registerfiles=1 --verify=crc32c "${common[@]}" --size=8M
+		--offset_increment=8M --thread --registerfiles=1 --verify=crc32c \
+		"${common[@]}" --size=8M
 	run_ok p2p-read-4k-qd32-noverify --name=p10 --filename=$NS1 --transfer=p2p \
 		--rw=randread --bs=4k --iodepth=32 "${common[@]}"
 fi

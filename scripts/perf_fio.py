@@ -146,12 +146,26 @@ def fio_command(fio, jobfile, hosts=()):
     return cmd
 
 
+def fio_env(cmd):
+    """The environment for fio. In make check's sanitizer pass
+    (DBR_ASAN_PRELOAD set) fio, not instrumented itself, loads an ASan-built
+    engine, so the ASan runtime is preloaded into it; a --client fio never
+    loads the engine and runs as it is."""
+    pre = os.environ.get("DBR_ASAN_PRELOAD")
+    if not pre or any(a.startswith("--client") for a in cmd):
+        return None
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = pre + (":" + env["LD_PRELOAD"]
+                               if env.get("LD_PRELOAD") else "")
+    return env
+
+
 def run_fio(cmd, timeout):
     """Run fio; returns (exit status, combined output)."""
     try:
         r = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=fio_env(cmd))
     except subprocess.TimeoutExpired as e:
         out = e.stdout or ""
         if isinstance(out, bytes):

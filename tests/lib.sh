@@ -65,8 +65,15 @@ run_ok() {
 		pass "$name"
 	else
 		fail "$name"
-		sed 's/^/    /' "$out" | tail -25
+		show_failure "$out"
 	fi
+}
+
+# what explains a failed fio run: its error and verify lines (which fio
+# prints before its statistics), then the end of the output
+show_failure() {
+	grep -E "^(dmabuf_uring|fio|verify|[a-z0-9_-]+: \(groupid)|err=|error" "$1" | head -15 | sed 's/^/    ! /'
+	tail -15 "$1" | sed 's/^/    /'
 }
 
 # run_refused NAME REGEX FIO-ARGS...: fio must exit non-zero and print a

@@ -130,7 +130,7 @@ n=$(grep -c -- "--output-format=json+" "$TMPD/dry.out")
 
 # ---- fio client/server on loopback: the JSON has client_stats
 port=$((20000 + RANDOM % 20000))
-"$FIO" --server=ip:127.0.0.1,$port --daemonize="$TMPD/server.pid" >/dev/null 2>&1 &&
+run_fio --server=ip:127.0.0.1,$port --daemonize="$TMPD/server.pid" >/dev/null 2>&1 &&
 	at_exit 'kill $(cat "$TMPD/server.pid") 2>/dev/null'
 sleep 1
 if [ -s "$TMPD/server.pid" ]; then

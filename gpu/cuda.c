@@ -26,7 +26,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
 
 #include <cuda.h>
 
@@ -346,21 +345,13 @@ static int cuda_alloc_host(struct gpu_buf *b, struct cuda_priv *cp)
 	CUresult r;
 	int ret;
 
-	b->host = mmap(NULL, b->size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (b->host == MAP_FAILED) {
-		ret = -errno;
-		b->host = NULL;
-		snprintf(b->why, sizeof(b->why), "mmap of the %zu MiB host buffer: %s",
-			 b->size >> 20, strerror(-ret));
+	ret = gpu_shadow_map(b);
+	if (ret < 0)
 		return ret;
-	}
-	madvise(b->host, b->size, MADV_HUGEPAGE);
 	r = cu.MemHostRegister(b->host, b->size, 0);
 	if (r != CUDA_SUCCESS) {
 		ret = cu_fail(b, r, "cuMemHostRegister of the host buffer (raise ulimit -l?)");
-		munmap(b->host, b->size);
-		b->host = NULL;
+		gpu_shadow_unmap(b);
 		return ret;
 	}
 	cp->host_locked = true;
@@ -372,9 +363,7 @@ static void cuda_free_host(struct gpu_buf *b, struct cuda_priv *cp)
 	if (cp->host_locked)
 		cu.MemHostUnregister(b->host);
 	cp->host_locked = false;
-	if (b->host)
-		munmap(b->host, b->size);
-	b->host = NULL;
+	gpu_shadow_unmap(b);
 }
 
 static void cuda_free_sync(struct cuda_priv *cp)

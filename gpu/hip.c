@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
 
 #include "provider.h"
 
@@ -290,20 +289,13 @@ static int hip_alloc_host(struct gpu_buf *b, struct hip_priv *hp)
 	hipError_t e;
 	int ret;
 
-	b->host = mmap(NULL, b->size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (b->host == MAP_FAILED) {
-		ret = -errno;
-		b->host = NULL;
-		snprintf(b->why, sizeof(b->why), "mmap of the %zu MiB host buffer: %s",
-			 b->size >> 20, strerror(-ret));
+	ret = gpu_shadow_map(b);
+	if (ret < 0)
 		return ret;
-	}
 	e = hip.HostRegister(b->host, b->size, hipHostRegisterDefault);
 	if (e != hipSuccess) {
 		ret = hip_fail(b, e, "hipHostRegister of the host buffer (raise ulimit -l?)");
-		munmap(b->host, b->size);
-		b->host = NULL;
+		gpu_shadow_unmap(b);
 		return ret;
 	}
 	hp->host_locked = true;
@@ -315,9 +307,7 @@ static void hip_free_host(struct gpu_buf *b, struct hip_priv *hp)
 	if (hp->host_locked)
 		hip.HostUnregister(b->host);
 	hp->host_locked = false;
-	if (b->host)
-		munmap(b->host, b->size);
-	b->host = NULL;
+	gpu_shadow_unmap(b);
 }
 
 static void hip_free_sync(struct hip_priv *hp)

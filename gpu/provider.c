@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "provider.h"
 
@@ -83,4 +84,29 @@ void gpu_buf_free(struct gpu_buf *b)
 {
 	if (b->prov)
 		b->prov->free(b);
+}
+
+int gpu_shadow_map(struct gpu_buf *b)
+{
+	int ret;
+
+	b->host = mmap(NULL, b->size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b->host == MAP_FAILED) {
+		ret = -errno;
+		b->host = NULL;
+		snprintf(b->why, sizeof(b->why), "mmap of the %zu MiB host buffer: %s",
+			 b->size >> 20, strerror(-ret));
+		return ret;
+	}
+	/* fewer TLB misses for the DMA engine and the CPU alike */
+	madvise(b->host, b->size, MADV_HUGEPAGE);
+	return 0;
+}
+
+void gpu_shadow_unmap(struct gpu_buf *b)
+{
+	if (b->host)
+		munmap(b->host, b->size);
+	b->host = NULL;
 }

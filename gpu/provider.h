@@ -73,6 +73,14 @@ void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_marks);
 void gpu_buf_free(struct gpu_buf *b);
 
+/*
+ * The host shadow of a device provider: anonymous, page-aligned pages that
+ * the runtime then page-locks for DMA and io_uring registers as a fixed
+ * buffer. gpu_shadow_map fills b->host (b->why on failure).
+ */
+int gpu_shadow_map(struct gpu_buf *b);
+void gpu_shadow_unmap(struct gpu_buf *b);
+
 /* Round a buffer size up to what every provider can allocate and export. */
 size_t gpu_buf_round(size_t size);
 

@@ -29,6 +29,7 @@
 
 #include "dbr_config.h"
 #include "provider.h"
+#include "../fd_count.h"
 
 #define NR_CHUNKS	4
 
@@ -57,20 +58,6 @@ struct worker {
 	int ret;
 	char line[512];
 };
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 /* "exp_name: nv_dmabuf size: 8388608" from the fd's fdinfo */
 static void fdinfo(int fd, char *out, size_t len)

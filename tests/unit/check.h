@@ -6,8 +6,9 @@
 #ifndef DBR_TEST_CHECK_H
 #define DBR_TEST_CHECK_H
 
-#include <dirent.h>
 #include <stdio.h>
+
+#include "../fd_count.h"
 
 static int checks_passed, checks_failed;
 
@@ -29,22 +30,6 @@ static inline int check_done(const char *name)
 	printf("%s: %d passed, %d failed\n", name, checks_passed,
 	       checks_failed);
 	return checks_failed ? 1 : 0;
-}
-
-/* Open descriptors of this process, to prove error paths close theirs. */
-static inline int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;	/* the DIR's own fd */
 }
 
 #endif

@@ -16,7 +16,7 @@ IOURING_OPTIONS = {"registerfiles", "sqthread_poll", "sqthread_poll_cpu",
                    "nowait", "force_async"}
 
 # The engines a case can run on. 'dbr' is this engine.
-IMPLS = ("dbr", "io_uring", "libcufile")
+IMPLS = ("dbr", "io_uring", "libcufile", "libcufile-posix")
 
 
 class JobFileError(Exception):
@@ -92,11 +92,13 @@ def impl_overrides(impl, engine_path):
         # registered files, as the overhead comparison asks
         return ({"ioengine": "io_uring", "fixedbufs": "1",
                  "registerfiles": "1"}, DBR_ONLY_OPTIONS)
-    if impl == "libcufile":
-        # GPUDirect Storage through cuFile; gpu_dev_ids has the same syntax.
+    if impl in ("libcufile", "libcufile-posix"):
+        # GPUDirect Storage through cuFile (cuda_io=cufile), or the same
+        # engine's POSIX mode (pageable host buffer + cudaMemcpy) where
+        # cuFile cannot register the file; gpu_dev_ids has the same syntax.
         # cudaMalloc per process does not scale: threads, as fio's examples
-        return ({"ioengine": "libcufile", "cuda_io": "cufile",
-                 "thread": "1"},
+        mode = "posix" if impl.endswith("posix") else "cufile"
+        return ({"ioengine": "libcufile", "cuda_io": mode, "thread": "1"},
                 (DBR_ONLY_OPTIONS - {"gpu_dev_ids"}) | IOURING_OPTIONS)
     raise ValueError("unknown implementation %r" % impl)
 

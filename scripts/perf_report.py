@@ -203,7 +203,7 @@ def regression_line(r):
 # -------------------------------------------------------------------- plot
 
 IMPL_COLOURS = {"dbr": "#1f77b4", "io_uring": "#ff7f0e",
-                "libcufile": "#2ca02c"}
+                "libcufile": "#2ca02c", "libcufile-posix": "#98df8a"}
 PCT_STYLE = (("clat_p50_us", "p50", "#444444", 4),
              ("clat_p99_us", "p99", "#d62728", 4),
              ("clat_p99.9_us", "p99.9", "#9467bd", 3))

@@ -902,28 +902,15 @@ static int dbr_advance_pre(struct dbr_data *dd)
 	return 0;
 }
 
-static int dbr_commit(struct thread_data *td)
+/*
+ * The io_us queued since the last submission are in the kernel's hands now:
+ * their issue time (fio's slat ends, clat starts) and fio's submit count.
+ */
+static void dbr_mark_issued(struct thread_data *td, struct dbr_data *dd)
 {
-	struct dbr_data *dd = td->io_ops_data;
 	struct timespec now;
 	unsigned int i;
-	int ret;
 
-	if (!dd->nr_queued)
-		return 0;
-	dbr_advance_pre(dd);
-	/*
-	 * No free io_u left: fio cannot go on without reaping, so its next
-	 * call is getevents, which submits these and waits in one enter
-	 * (fio's io_uring engine enters here and again there). An SQPOLL
-	 * thread wants the SQ tail now.
-	 */
-	if (!io_u_qempty(&td->io_u_freelist) ||
-	    (dd->ring.setup_flags & IORING_SETUP_SQPOLL)) {
-		ret = dbr_ring_submit(&dd->ring, 0);
-		if (ret < 0)
-			return ret;
-	}
 	if (fio_fill_issue_time(td)) {
 		fio_gettime(&now, NULL);
 		for (i = 0; i < dd->nr_queued; i++) {
@@ -935,6 +922,29 @@ static int dbr_commit(struct thread_data *td)
 	}
 	io_u_mark_submit(td, dd->nr_queued);
 	dd->nr_queued = 0;
+}
+
+static int dbr_commit(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+	int ret;
+
+	if (!dd->nr_queued)
+		return 0;
+	dbr_advance_pre(dd);
+	/*
+	 * No free io_u left: fio cannot go on without reaping, so its next
+	 * call is getevents, which submits these and waits in one enter
+	 * (fio's io_uring engine enters here and again there), and marks
+	 * them issued just before. An SQPOLL thread wants the SQ tail now.
+	 */
+	if (io_u_qempty(&td->io_u_freelist) &&
+	    !(dd->ring.setup_flags & IORING_SETUP_SQPOLL))
+		return 0;
+	ret = dbr_ring_submit(&dd->ring, 0);
+	if (ret < 0)
+		return ret;
+	dbr_mark_issued(td, dd);
 	return 0;
 }
 
@@ -1017,6 +1027,9 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 
 	(void)t;
 	dd->nr_events = 0;
+	/* what commit left unsubmitted goes in with this call's first enter */
+	if (dd->nr_queued)
+		dbr_mark_issued(td, dd);
 	for (;;) {
 		dbr_advance_pre(dd);
 		/*

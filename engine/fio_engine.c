@@ -1019,6 +1019,15 @@ static int dbr_wait(struct dbr_data *dd)
 	return dd->prov->wait(&dd->buf, oldest->io_u->index);
 }
 
+/* A wait that ended early (timeout, signal) is no error: loop again. */
+static bool dbr_wait_failed(struct thread_data *td, int ret)
+{
+	if (ret >= 0 || ret == -ETIME || ret == -EINTR)
+		return false;
+	td_verror(td, -ret, "getevents");
+	return true;
+}
+
 static int dbr_getevents(struct thread_data *td, unsigned int min,
 			 unsigned int max, const struct timespec *t)
 {
@@ -1040,10 +1049,8 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 		if (!dd->pre.head && !dd->post.head && !dd->ready.head) {
 			ret = dbr_ring_wait(&dd->ring, min > dd->nr_events ?
 					    min - dd->nr_events : 0);
-			if (ret < 0 && ret != -ETIME && ret != -EINTR) {
-				td_verror(td, -ret, "getevents");
+			if (dbr_wait_failed(td, ret))
 				return ret;
-			}
 		}
 		/*
 		 * fio reaps one event per call by default
@@ -1057,18 +1064,14 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 		if (dd->nr_events >= min || dbr_idle(dd))
 			break;
 		ret = dbr_wait(dd);
-		if (ret < 0 && ret != -ETIME && ret != -EINTR) {
-			td_verror(td, -ret, "getevents");
+		if (dbr_wait_failed(td, ret))
 			return ret;
-		}
 	}
 	/* nothing commit handed us may stay unsubmitted past this call */
 	if (dd->ring.unsubmitted) {
 		ret = dbr_ring_submit(&dd->ring, 0);
-		if (ret < 0) {
-			td_verror(td, -ret, "getevents");
+		if (dbr_wait_failed(td, ret))
 			return ret;
-		}
 	}
 	return dd->nr_events;
 }

@@ -18,8 +18,12 @@ TEST_NAME=$(basename "$0" .sh)
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/dbr-$TEST_NAME.XXXXXX")
 _cleanups=()
 _cleanup() {
-	local i
+	local i dev
 	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[i]}" || true; done
+	# loop devices made in $(...) subshells, where at_exit cannot reach us
+	if [ -f "$TMPD/.loops" ]; then
+		while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done <"$TMPD/.loops"
+	fi
 	rm -rf "$TMPD"
 }
 trap _cleanup EXIT
@@ -100,6 +104,7 @@ loop_dev() {
 	truncate -s "$size" "$img"
 	dev=$(losetup --find --show --direct-io=on "$img" 2>/dev/null) ||
 		dev=$(losetup --find --show "$img" 2>/dev/null) || return 1
-	at_exit "losetup -d $dev"
+	# called as dev=$(loop_dev), a subshell: leave the device for _cleanup
+	echo "$dev" >>"$TMPD/.loops"
 	echo "$dev"
 }

@@ -322,25 +322,34 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 	return 0;
 }
 
-/* dma-buf registrations one device would carry: numjobs x its files. */
+/*
+ * dma-buf registrations one device would carry: numjobs x its files. Each
+ * file is inspected once; the counting compares device numbers only.
+ */
 static unsigned int dbr_maps_per_dev(struct thread_data *td)
 {
-	unsigned int i, j, most = 0;
-	struct fio_file *f, *g;
+	unsigned int i, j, n, most = 0, nr = td->files_index;
+	struct fio_file *f;
+	dev_t *rdev;
 
+	rdev = calloc(nr ? nr : 1, sizeof(*rdev));
+	if (!rdev)
+		return 0;
 	for_each_file(td, f, i) {
-		struct dbr_target a, b;
-		unsigned int n = 0;
+		struct dbr_target t;
 
-		if (dbr_target_inspect(f->file_name, &a) || !a.is_blkdev)
+		if (!dbr_target_inspect(f->file_name, &t) && t.is_blkdev)
+			rdev[i] = t.rdev;
+	}
+	for (i = 0; i < nr; i++) {
+		if (!rdev[i])
 			continue;
-		for_each_file(td, g, j)
-			if (!dbr_target_inspect(g->file_name, &b) &&
-			    b.is_blkdev && b.rdev == a.rdev)
-				n++;
+		for (n = 0, j = 0; j < nr; j++)
+			n += rdev[j] == rdev[i];
 		if (n > most)
 			most = n;
 	}
+	free(rdev);
 	return most * (td->o.numjobs ? td->o.numjobs : 1);
 }
 

@@ -6,15 +6,12 @@
  *   ioengine=external:/path/to/libdmabuf_uring.so
  *
  * This file only translates between fio and the fio-free units: ring.c (the
- * io_uring side), config.c (checks), target.c (what a file is) and gpu/ (the
- * memory providers). It reads top to bottom like the engine's life cycle:
+ * io_uring side), pipeline.c (the stages an I/O passes: copies before, the
+ * ring, copies after), config.c (checks), target.c (what a file is) and gpu/
+ * (the memory providers). It reads top to bottom like the engine's life cycle:
  * options, init, iomem_alloc, post_init, open_file, queue, commit,
  * getevents, event, close_file, iomem_free, cleanup.
- *
- * Each io_u runs through up to three stages: copies before the I/O (writes
- * that start in GPU memory), the I/O on the ring, copies after it (reads that
- * end in GPU memory). Copies run on the provider's per-thread stream, in
- * order, so each stage is a FIFO whose head is the only one worth polling.
+
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -27,6 +24,7 @@
 #include "verify.h"
 
 #include "dbr_config.h"
+#include "pipeline.h"
 #include "provider.h"
 #include "ring.h"
 #include "target.h"
@@ -176,67 +174,24 @@ static struct fio_option options[] = {
 /* ------------------------------------------------------------------------ */
 /* per-thread state                                                         */
 
-enum dbr_stage {
-	DBR_IDLE,
-	DBR_PRE_COPY,	/* waiting for copies before the I/O */
-	DBR_IN_RING,
-	DBR_POST_COPY,	/* waiting for copies after the I/O */
-};
-
-struct dbr_io {
-	struct dbr_req req;
-	struct io_u *io_u;
-	enum dbr_stage stage;
-	struct dbr_io *next;
-};
-
-struct dbr_fifo {
-	struct dbr_io *head;
-	struct dbr_io **tail;
-};
-
 struct dbr_data {
 	struct dbr_ring ring;
 	struct gpu_buf buf;
+	struct dbr_pipe pipe;
+	bool pipe_ready;
 	const struct gpu_provider *prov;
 	bool p2p;		/* registered dma-buf per file, else host slot 0 */
 	bool sync;		/* gpu_sync resolved */
 	bool host_registered;
 	bool *slot_live;	/* p2p: slot per file installed */
 	unsigned int nr_slots;
-	struct dbr_io *ios;	/* indexed by io_u->index */
+	struct dbr_pio *ios;	/* indexed by io_u->index */
 	unsigned int nr_ios;
-	struct io_u **events;
-	unsigned int nr_events;
+	struct dbr_pio **events;
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
-	struct dbr_fifo pre, post;
-	struct dbr_fifo ready;	/* complete, not yet handed to fio */
-	unsigned long copies;
+	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 };
-
-static void fifo_init(struct dbr_fifo *q)
-{
-	q->head = NULL;
-	q->tail = &q->head;
-}
-
-static void fifo_push(struct dbr_fifo *q, struct dbr_io *io)
-{
-	io->next = NULL;
-	*q->tail = io;
-	q->tail = &io->next;
-}
-
-static struct dbr_io *fifo_pop(struct dbr_fifo *q)
-{
-	struct dbr_io *io = q->head;
-
-	q->head = io->next;
-	if (!q->head)
-		q->tail = &q->head;
-	return io;
-}
 
 /* One line naming cause and fix, then fio's own error record. */
 static int dbr_fail(struct thread_data *td, int err, const char *func,
@@ -458,9 +413,6 @@ static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 	dd->events = calloc(depth, sizeof(*dd->events));
 	dd->queued = calloc(depth, sizeof(*dd->queued));
 	dd->slot_live = calloc(dd->nr_slots, sizeof(*dd->slot_live));
-	fifo_init(&dd->pre);
-	fifo_init(&dd->post);
-	fifo_init(&dd->ready);
 	if (!dd->ios || !dd->events || !dd->queued || !dd->slot_live)
 		return -ENOMEM;
 	return 0;
@@ -611,6 +563,8 @@ static void dbr_iomem_free(struct thread_data *td)
 	if (!dd)
 		return;
 	dbr_unregister_all(dd);
+	if (dd->buf.stream)
+		dd->copy_stats = *gpu_buf_stats(&dd->buf);
 	gpu_buf_free(&dd->buf);
 	td->orig_buffer = NULL;
 }
@@ -621,8 +575,7 @@ static int dbr_io_u_init(struct thread_data *td, struct io_u *io_u)
 
 	if (io_u->index >= dd->nr_ios)
 		return 1;
-	dd->ios[io_u->index].io_u = io_u;
-	dd->ios[io_u->index].req.owner = &dd->ios[io_u->index];
+	dd->ios[io_u->index].user = io_u;
 	return 0;
 }
 
@@ -647,6 +600,7 @@ static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
 static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 {
 	const struct gpu_provider *prov = dd->prov;
+	uint64_t ticket;
 	char msg[256];
 	int ret;
 
@@ -654,9 +608,9 @@ static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 		return 0;
 	ret = prov->copy(&dd->buf, GPU_H2D, 0, dd->buf.size);
 	if (!ret)
-		ret = prov->mark(&dd->buf, 0);
+		ret = prov->fence(&dd->buf, &ticket);
 	if (!ret)
-		ret = prov->wait(&dd->buf, 0);
+		ret = prov->wait(&dd->buf, ticket);
 	if (!ret)
 		return 0;
 	snprintf(msg, sizeof(msg), "gpu=%s: initial copy into device memory failed: %s",
@@ -685,6 +639,10 @@ static int dbr_post_init(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
 
+	if (dbr_pipe_init(&dd->pipe, &dd->ring, &dd->buf, dd->nr_ios, dd->p2p,
+			  dd->sync) < 0)
+		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
+	dd->pipe_ready = true;
 	if (!dd->p2p && dbr_register_host(td, dd))
 		return 1;
 	if (dbr_seed_device(td, dd))
@@ -767,83 +725,42 @@ static int dbr_close_file(struct thread_data *td, struct fio_file *f)
 /* ------------------------------------------------------------------------ */
 /* I/O                                                                      */
 
+static enum dbr_op dbr_op_of(const struct io_u *io_u)
+{
+	switch (io_u->ddir) {
+	case DDIR_READ:
+		return DBR_OP_READ;
+	case DDIR_WRITE:
+		return DBR_OP_WRITE;
+	case DDIR_DATASYNC:
+		return DBR_OP_FDATASYNC;
+	default:
+		return DBR_OP_FSYNC;
+	}
+}
+
 static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
-			 struct dbr_io *io)
+			 struct dbr_pio *io)
 {
 	struct dbr_options *o = td->eo;
-	struct io_u *io_u = io->io_u;
+	struct io_u *io_u = io->user;
 	struct fio_file *f = io_u->file;
 	struct dbr_req *req = &io->req;
 
+	req->op = dbr_op_of(io_u);
 	req->fixed_file = o->registerfiles;
 	req->fd = o->registerfiles ? (int)f->fileno : f->fd;
 	req->off = io_u->offset;
 	req->len = io_u->xfer_buflen;
 	req->buf_index = dd->p2p ? f->fileno : 0;
 	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf);
-	switch (io_u->ddir) {
-	case DDIR_READ:
-		req->op = DBR_OP_READ;
-		break;
-	case DDIR_WRITE:
-		req->op = DBR_OP_WRITE;
-		break;
-	case DDIR_DATASYNC:
-		req->op = DBR_OP_FDATASYNC;
-		break;
-	default:
-		req->op = DBR_OP_FSYNC;
-		break;
-	}
-}
-
-/*
- * Copies an io_u needs on the provider's stream, before (pre) or after the
- * I/O. bounce: the bytes pass through the host buffer, so a read lands in
- * GPU memory only after H2D and a write leaves it only after D2H; gpu_sync
- * adds the copy that keeps fio's view (verify, patterns) equal to the GPU's.
- * p2p: only gpu_sync copies. Returns how many copies were queued, or <0.
- */
-static int dbr_queue_copies(struct dbr_data *dd, struct dbr_io *io, bool pre)
-{
-	struct io_u *io_u = io->io_u;
-	bool rd = io_u->ddir == DDIR_READ;
-	size_t off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
-	size_t len = io_u->xfer_buflen;
-	enum gpu_copy_dir dirs[2];
-	int n = 0, i, ret;
-
-	if (dd->buf.host_is_device || !ddir_rw(io_u->ddir))
-		return 0;
-	if (pre && !rd) {
-		if (dd->sync)
-			dirs[n++] = GPU_H2D;
-		if (!dd->p2p)
-			dirs[n++] = GPU_D2H;
-	} else if (!pre && rd) {
-		if (!dd->p2p)
-			dirs[n++] = GPU_H2D;
-		if (dd->sync)
-			dirs[n++] = GPU_D2H;
-	}
-	for (i = 0; i < n; i++) {
-		ret = dd->prov->copy(&dd->buf, dirs[i], off, len);
-		if (ret < 0)
-			return ret;
-	}
-	if (n) {
-		ret = dd->prov->mark(&dd->buf, io_u->index);
-		if (ret < 0)
-			return ret;
-		dd->copies += n;
-	}
-	return n;
+	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
 }
 
 static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
 {
 	struct dbr_data *dd = td->io_ops_data;
-	struct dbr_io *io = &dd->ios[io_u->index];
+	struct dbr_pio *io = &dd->ios[io_u->index];
 	int ret;
 
 	fio_ro_check(td, io_u);
@@ -853,16 +770,9 @@ static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
 		return FIO_Q_COMPLETED;
 	}
 	dbr_prep_req(td, dd, io);
-	ret = dbr_queue_copies(dd, io, true);
-	if (ret > 0) {
-		io->stage = DBR_PRE_COPY;
-		fifo_push(&dd->pre, io);
-	} else if (ret == 0) {
-		ret = dbr_ring_queue(&dd->ring, &io->req);
-		if (ret == -EBUSY)
-			return FIO_Q_BUSY;
-		io->stage = DBR_IN_RING;
-	}
+	ret = dbr_pipe_queue(&dd->pipe, io);
+	if (ret == -EBUSY)
+		return FIO_Q_BUSY;
 	if (ret < 0) {
 		io_u->error = -ret;
 		return FIO_Q_COMPLETED;
@@ -871,48 +781,8 @@ static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
 	return FIO_Q_QUEUED;
 }
 
-static void dbr_complete(struct dbr_data *dd, struct dbr_io *io)
-{
-	io->stage = DBR_IDLE;
-	fifo_push(&dd->ready, io);
-}
-
-static void dbr_hand_over(struct dbr_data *dd, unsigned int max)
-{
-	while (dd->ready.head && dd->nr_events < max)
-		dd->events[dd->nr_events++] = fifo_pop(&dd->ready)->io_u;
-}
-
-static bool dbr_idle(struct dbr_data *dd)
-{
-	return !dd->ring.inflight && !dd->pre.head && !dd->post.head &&
-	       !dd->ready.head;
-}
-
-/* Pre-copies done: the I/O may go to the ring now. */
-static int dbr_advance_pre(struct dbr_data *dd)
-{
-	while (dd->pre.head) {
-		struct dbr_io *io = dd->pre.head;
-		int ret = dd->prov->poll(&dd->buf, io->io_u->index);
-
-		if (ret == 0)
-			return 0;
-		fifo_pop(&dd->pre);
-		if (ret > 0)
-			ret = dbr_ring_queue(&dd->ring, &io->req);
-		if (ret < 0) {
-			io->io_u->error = -ret;
-			dbr_complete(dd, io);
-			continue;
-		}
-		io->stage = DBR_IN_RING;
-	}
-	return 0;
-}
-
 /*
- * The io_us queued since the last submission are in the kernel's hands now:
+ * The io_us queued since the last submission are in the engine's hands now:
  * their issue time (fio's slat ends, clat starts) and fio's submit count.
  */
 static void dbr_mark_issued(struct thread_data *td, struct dbr_data *dd)
@@ -940,7 +810,7 @@ static int dbr_commit(struct thread_data *td)
 
 	if (!dd->nr_queued)
 		return 0;
-	dbr_advance_pre(dd);
+	dbr_pipe_commit(&dd->pipe);
 	/*
 	 * No free io_u left: fio cannot go on without reaping, so its next
 	 * call is getevents, which submits these and waits in one enter
@@ -950,91 +820,11 @@ static int dbr_commit(struct thread_data *td)
 	if (io_u_qempty(&td->io_u_freelist) &&
 	    !(dd->ring.setup_flags & IORING_SETUP_SQPOLL))
 		return 0;
-	ret = dbr_ring_submit(&dd->ring, 0);
+	ret = dbr_pipe_submit(&dd->pipe);
 	if (ret < 0)
 		return ret;
 	dbr_mark_issued(td, dd);
 	return 0;
-}
-
-static void dbr_set_result(struct io_u *io_u, int res)
-{
-	if (res < 0) {
-		io_u->error = -res;
-	} else if (ddir_rw(io_u->ddir) &&
-		   (unsigned long long)res < io_u->xfer_buflen) {
-		io_u->resid = io_u->xfer_buflen - res;
-		io_u->error = 0;
-	} else {
-		io_u->error = 0;
-	}
-}
-
-static void dbr_finish_io(struct dbr_data *dd, struct dbr_io *io)
-{
-	int ret = 0;
-
-	dbr_set_result(io->io_u, io->req.res);
-	if (!io->io_u->error)
-		ret = dbr_queue_copies(dd, io, false);
-	if (ret > 0) {
-		io->stage = DBR_POST_COPY;
-		fifo_push(&dd->post, io);
-		return;
-	}
-	if (ret < 0)
-		io->io_u->error = -ret;
-	dbr_complete(dd, io);
-}
-
-static void dbr_reap_ring(struct dbr_data *dd)
-{
-	struct dbr_req *done[64];
-	int n, i;
-
-	do {
-		n = dbr_ring_reap(&dd->ring, done, 64);
-		for (i = 0; i < n; i++)
-			dbr_finish_io(dd, done[i]->owner);
-	} while (n == 64);
-}
-
-static void dbr_advance_post(struct dbr_data *dd)
-{
-	while (dd->post.head) {
-		struct dbr_io *io = dd->post.head;
-		int ret = dd->prov->poll(&dd->buf, io->io_u->index);
-
-		if (ret == 0)
-			return;
-		fifo_pop(&dd->post);
-		if (ret < 0)
-			io->io_u->error = -ret;
-		dbr_complete(dd, io);
-	}
-}
-
-/*
- * Block for progress: on the ring when I/O is in flight and no copy is
- * pending, else on the oldest copy (its stream finishes in order).
- */
-static int dbr_wait(struct dbr_data *dd)
-{
-	struct dbr_io *oldest = dd->post.head ? dd->post.head : dd->pre.head;
-
-	if (!oldest)
-		return dbr_ring_submit(&dd->ring, dd->ring.inflight ? 1 : 0);
-	dbr_ring_submit(&dd->ring, 0);
-	return dd->prov->wait(&dd->buf, oldest->io_u->index);
-}
-
-/* A wait that ended early (timeout, signal) is no error: loop again. */
-static bool dbr_wait_failed(struct thread_data *td, int ret)
-{
-	if (ret >= 0 || ret == -ETIME || ret == -EINTR)
-		return false;
-	td_verror(td, -ret, "getevents");
-	return true;
 }
 
 static int dbr_getevents(struct thread_data *td, unsigned int min,
@@ -1044,56 +834,49 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 	int ret;
 
 	(void)t;
-	dd->nr_events = 0;
 	/* what commit left unsubmitted goes in with this call's first enter */
 	if (dd->nr_queued)
 		dbr_mark_issued(td, dd);
-	for (;;) {
-		dbr_advance_pre(dd);
-		/*
-		 * Only ring I/O outstanding: submit what commit left and wait
-		 * for what fio needs in one enter, rather than a non-blocking
-		 * reap's enter and then a waiting one.
-		 */
-		if (!dd->pre.head && !dd->post.head && !dd->ready.head) {
-			ret = dbr_ring_wait(&dd->ring, min > dd->nr_events ?
-					    min - dd->nr_events : 0);
-			if (dbr_wait_failed(td, ret))
-				return ret;
-		}
-		/*
-		 * fio reaps one event per call by default
-		 * (iodepth_batch_complete_max): hand over what an earlier
-		 * reap left before asking the kernel for more.
-		 */
-		if (!dd->ready.head)
-			dbr_reap_ring(dd);
-		dbr_advance_post(dd);
-		dbr_hand_over(dd, max);
-		if (dd->nr_events >= min || dbr_idle(dd))
-			break;
-		ret = dbr_wait(dd);
-		if (dbr_wait_failed(td, ret))
-			return ret;
-	}
-	/* nothing commit handed us may stay unsubmitted past this call */
-	if (dd->ring.unsubmitted) {
-		ret = dbr_ring_submit(&dd->ring, 0);
-		if (dbr_wait_failed(td, ret))
-			return ret;
-	}
-	return dd->nr_events;
+	ret = dbr_pipe_getevents(&dd->pipe, dd->events, min, max);
+	if (ret < 0)
+		td_verror(td, -ret, "getevents");
+	return ret;
 }
 
 static struct io_u *dbr_event(struct thread_data *td, int event)
 {
 	struct dbr_data *dd = td->io_ops_data;
+	struct dbr_pio *io = dd->events[event];
+	struct io_u *io_u = io->user;
 
-	return dd->events[event];
+	io_u->error = io->error;
+	io_u->resid = io->error ? 0 : io->resid;
+	return io_u;
 }
 
 /* ------------------------------------------------------------------------ */
 /* teardown                                                                 */
+
+/*
+ * What the thread's copies and the ring did: copies per runtime call shows
+ * how well copies were batched, fences how often the engine asked the GPU
+ * "done yet?", held back how often ordering made an I/O wait.
+ */
+static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
+{
+	const struct gpu_stream_stats *cs = &dd->copy_stats;
+
+	if (dd->buf.stream)
+		cs = gpu_buf_stats(&dd->buf);
+	if (!dd->ring.ready || (!dd->ring.reissues && !cs->copies))
+		return;
+	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls, %lu fences (%lu slept), %lu I/O held for order, %lu failed by a copy",
+		 td->o.name, td->subjob_number, dd->ring.reissues,
+		 dd->ring.reissues == 1 ? "" : "s", cs->copies, cs->calls,
+		 cs->fences, cs->waits,
+		 dd->pipe_ready ? dd->pipe.st.held_back : 0,
+		 dd->pipe_ready ? dd->pipe.st.copy_errors : 0);
+}
 
 static void dbr_cleanup(struct thread_data *td)
 {
@@ -1101,13 +884,11 @@ static void dbr_cleanup(struct thread_data *td)
 
 	if (!dd)
 		return;
-	if (dd->ring.ready && (dd->ring.reissues || dd->copies))
-		dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies",
-			 td->o.name, td->subjob_number,
-			 dd->ring.reissues, dd->ring.reissues == 1 ? "" : "s",
-			 dd->copies);
+	dbr_say_counts(td, dd);
 	dbr_unregister_all(dd);
 	gpu_buf_free(&dd->buf);
+	if (dd->pipe_ready)
+		dbr_pipe_exit(&dd->pipe);
 	dbr_ring_exit(&dd->ring);
 	dbr_free_state(dd);
 	td->io_ops_data = NULL;

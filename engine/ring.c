@@ -243,9 +243,12 @@ int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req)
 	req->res = 0;
 	req->reissues = 0;
 	ret = queue_sqe(r, req);
-	if (!ret)
-		r->inflight++;
-	return ret;
+	if (ret)
+		return ret;
+	r->inflight++;
+	if (r->on_queue)
+		r->on_queue(r->on_queue_arg, req);
+	return 0;
 }
 
 /* Submit what is queued, and wait for wait_nr completions in one enter. */

@@ -63,6 +63,9 @@ struct dbr_ring {
 	struct dbr_req *stash;		/* completions reaped by quiesce */
 	struct dbr_req **stash_tail;
 	bool ready;
+	/* called for each request as it enters the SQ (tests watch order) */
+	void (*on_queue)(void *arg, const struct dbr_req *req);
+	void *on_queue_arg;
 };
 
 int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p);

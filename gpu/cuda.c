@@ -13,8 +13,10 @@
  * host shadow of the same size (anonymous pages, page-locked with
  * cuMemHostRegister so copies are DMA, and still ordinary user pages that
  * io_uring can register as a fixed buffer; cuMemHostAlloc memory is not),
- * one non-blocking stream and one event per completion marker (blocking-sync
- * events: waiting for a copy spins briefly, then sleeps).
+ * and the shared copy stream (stream.c) over this file's table of driver
+ * calls: one non-blocking stream, blocking-sync events (a wait spins
+ * briefly, then sleeps), and cuMemcpyBatchAsync where the driver has it
+ * (CUDA 12.8+), found at run time.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -24,22 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cuda.h>
 
 #include "provider.h"
+#include "stream.h"
 
 #define CUDA_LIB	"libcuda.so.1"
-
-/*
- * wait() spins on a marker this long, then sleeps in the driver (events are
- * CU_EVENT_BLOCKING_SYNC): a 1 MiB copy takes ~20 us at 55 GB/s, and threads
- * that spin for whole copies starve the CPU-bound side of the job.
- * DBR_CUDA_SPIN_US=N overrides it; -1 spins until done.
- */
-#define CUDA_SPIN_NS	20000L
 
 /* ------------------------------------------------------------------------ */
 /* the driver API, resolved once per process                                */
@@ -74,6 +68,13 @@ struct cu_api {
 	__typeof__(cuEventDestroy) *EventDestroy;
 	__typeof__(cuMemcpyHtoDAsync) *MemcpyHtoDAsync;
 	__typeof__(cuMemcpyDtoHAsync) *MemcpyDtoHAsync;
+	/* optional: CUDA 12.8 (with failIdx) and CUDA 13 (_v2, without) */
+	CUresult (*MemcpyBatchAsync_v1)(CUdeviceptr *, CUdeviceptr *, size_t *,
+					size_t, void *, size_t *, size_t,
+					size_t *, CUstream);
+	CUresult (*MemcpyBatchAsync_v2)(CUdeviceptr *, CUdeviceptr *, size_t *,
+					size_t, void *, size_t *, size_t,
+					CUstream);
 };
 
 #define CU_ENTRY(field, fn) { offsetof(struct cu_api, field), CU_SYM(fn) }
@@ -113,17 +114,27 @@ static struct cu_api cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 static int cu_load_err;
 static char cu_load_why[160];
-static long cu_spin_ns = CUDA_SPIN_NS;	/* < 0: spin until done */
+
+/* The batch call's attribute, as CUDA 12.8+ lays it out (cuda.h may be
+ * older than the driver): copies read their source in stream order. */
+struct cu_memcpy_attr {
+	int src_access_order;	/* CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1 */
+	struct { int type; int id; } src_loc, dst_loc;
+	unsigned int flags;
+};
+
+static void cu_load_batch(void *lib)
+{
+	*(void **)&cu.MemcpyBatchAsync_v2 = dlsym(lib, "cuMemcpyBatchAsync_v2");
+	if (!cu.MemcpyBatchAsync_v2)
+		*(void **)&cu.MemcpyBatchAsync_v1 = dlsym(lib, "cuMemcpyBatchAsync");
+}
 
 /* The library stays loaded for the life of the process, as CUDA expects. */
 static void cu_load(void)
 {
 	void *lib = dlopen(CUDA_LIB, RTLD_NOW | RTLD_LOCAL);
-	const char *spin = getenv("DBR_CUDA_SPIN_US");
 	size_t i;
-
-	if (spin && *spin)
-		cu_spin_ns = atol(spin) < 0 ? -1 : atol(spin) * 1000L;
 
 	if (!lib) {
 		snprintf(cu_load_why, sizeof(cu_load_why),
@@ -145,6 +156,7 @@ static void cu_load(void)
 		}
 		memcpy((char *)&cu + cu_syms[i].off, &fn, sizeof(fn));
 	}
+	cu_load_batch(lib);
 }
 
 static int cu_api_get(char *why, size_t len)
@@ -203,9 +215,8 @@ struct cuda_priv {
 	CUdeviceptr dptr;
 	size_t dsize;		/* allocated: b->size rounded to granularity */
 	bool host_locked;
-	CUstream stream;
-	CUevent *events;
-	unsigned int nr_events;
+	bool stream_live;
+	struct gpu_stream stream;
 };
 
 static int cuda_probe(char *why, size_t len)
@@ -239,12 +250,24 @@ static int cuda_probe(char *why, size_t len)
 	return n;
 }
 
-/* Every entry point runs on whatever thread fio calls it from. */
+/*
+ * Every entry point runs on whatever thread fio calls it from, so the
+ * context is made current each time; the thread remembers which one it made
+ * current, which saves a driver call per copy, fence and poll.
+ */
+static __thread CUcontext cu_current;
+
 static int cuda_enter(struct gpu_buf *b, struct cuda_priv *cp)
 {
-	CUresult r = cu.CtxSetCurrent(cp->ctx);
+	CUresult r;
 
-	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuCtxSetCurrent");
+	if (cu_current == cp->ctx)
+		return 0;
+	r = cu.CtxSetCurrent(cp->ctx);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(b, r, "cuCtxSetCurrent");
+	cu_current = cp->ctx;
+	return 0;
 }
 
 static int cuda_open_ctx(struct gpu_buf *b, struct cuda_priv *cp)
@@ -279,6 +302,7 @@ static void cuda_close_ctx(struct cuda_priv *cp)
 	if (!cp->ctx)
 		return;
 	cu.CtxSetCurrent(NULL);
+	cu_current = NULL;
 	cu.PrimaryCtxRelease(cp->dev);
 	cp->ctx = NULL;
 }
@@ -366,48 +390,125 @@ static void cuda_free_host(struct gpu_buf *b, struct cuda_priv *cp)
 	gpu_shadow_unmap(b);
 }
 
-static void cuda_free_sync(struct cuda_priv *cp)
-{
-	unsigned int i;
+/* ------------------------------------------------------------------------ */
+/* the copy stream's calls (stream.c)                                       */
 
-	for (i = 0; i < cp->nr_events; i++)
-		cu.EventDestroy(cp->events[i]);
-	free(cp->events);
-	cp->events = NULL;
-	cp->nr_events = 0;
-	if (cp->stream)
-		cu.StreamDestroy(cp->stream);
-	cp->stream = NULL;
+static int rt_enter(struct gpu_buf *b)
+{
+	return cuda_enter(b, b->priv);
 }
 
-/* One in-order stream per thread, one event per completion marker. */
-static int cuda_alloc_sync(struct gpu_buf *b, struct cuda_priv *cp,
-			   unsigned int nr_marks)
+static int rt_stream_create(struct gpu_buf *b, void **stream)
+{
+	CUresult r = cu.StreamCreate((CUstream *)stream, CU_STREAM_NON_BLOCKING);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuStreamCreate");
+}
+
+static int rt_stream_sync(struct gpu_buf *b, void *stream)
+{
+	CUresult r = cu.StreamSynchronize(stream);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuStreamSynchronize");
+}
+
+static void rt_stream_destroy(void *stream)
+{
+	cu.StreamDestroy(stream);
+}
+
+static int rt_event_create(struct gpu_buf *b, void **event)
+{
+	CUresult r = cu.EventCreate((CUevent *)event, CU_EVENT_DISABLE_TIMING |
+				    CU_EVENT_BLOCKING_SYNC);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuEventCreate");
+}
+
+static void rt_event_destroy(void *event)
+{
+	cu.EventDestroy(event);
+}
+
+static int rt_event_record(struct gpu_buf *b, void *event, void *stream)
+{
+	CUresult r = cu.EventRecord(event, stream);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuEventRecord");
+}
+
+static int rt_event_query(struct gpu_buf *b, void *event)
+{
+	CUresult r = cu.EventQuery(event);
+
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	return r == CUDA_SUCCESS ? 1 : cu_fail(b, r, "cuEventQuery");
+}
+
+static int rt_event_sync(struct gpu_buf *b, void *event)
+{
+	CUresult r = cu.EventSynchronize(event);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuEventSynchronize");
+}
+
+static int rt_copy(struct gpu_buf *b, void *stream, enum gpu_copy_dir dir,
+		   uint64_t dst, uint64_t src, size_t len)
 {
 	CUresult r;
 
-	r = cu.StreamCreate(&cp->stream, CU_STREAM_NON_BLOCKING);
-	if (r != CUDA_SUCCESS) {
-		cp->stream = NULL;
-		return cu_fail(b, r, "cuStreamCreate");
-	}
-	cp->events = calloc(nr_marks, sizeof(*cp->events));
-	if (!cp->events) {
-		cuda_free_sync(cp);
-		return -ENOMEM;
-	}
-	for (; cp->nr_events < nr_marks; cp->nr_events++) {
-		r = cu.EventCreate(&cp->events[cp->nr_events],
-				   CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
-		if (r != CUDA_SUCCESS) {
-			cuda_free_sync(cp);
-			return cu_fail(b, r, "cuEventCreate");
-		}
-	}
-	return 0;
+	if (dir == GPU_H2D)
+		r = cu.MemcpyHtoDAsync(dst, (void *)(uintptr_t)src, len, stream);
+	else
+		r = cu.MemcpyDtoHAsync((void *)(uintptr_t)dst, src, len, stream);
+	if (r == CUDA_SUCCESS)
+		return 0;
+	return cu_fail(b, r, dir == GPU_H2D ? "cuMemcpyHtoDAsync" :
+					      "cuMemcpyDtoHAsync");
 }
 
-static int cuda_alloc(struct gpu_buf *b, unsigned int nr_marks)
+/* Host and device addresses are unified: one call takes both directions. */
+static int rt_copy_batch(struct gpu_buf *b, void *stream, uint64_t *dst,
+			 uint64_t *src, size_t *len, size_t n, size_t *done)
+{
+	struct cu_memcpy_attr attr = { .src_access_order = 1 };
+	size_t attr_idx = 0, fail_idx = SIZE_MAX;
+	CUresult r;
+
+	*done = 0;
+	if (cu.MemcpyBatchAsync_v2)
+		r = cu.MemcpyBatchAsync_v2((CUdeviceptr *)dst,
+					   (CUdeviceptr *)src, len, n, &attr,
+					   &attr_idx, 1, stream);
+	else if (cu.MemcpyBatchAsync_v1)
+		r = cu.MemcpyBatchAsync_v1((CUdeviceptr *)dst,
+					   (CUdeviceptr *)src, len, n, &attr,
+					   &attr_idx, 1, &fail_idx, stream);
+	else
+		return -ENOSYS;
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (fail_idx < n)
+		*done = fail_idx;
+	return cu_fail(b, r, "cuMemcpyBatchAsync");
+}
+
+static const struct gpu_runtime cuda_runtime = {
+	.enter		= rt_enter,
+	.stream_create	= rt_stream_create,
+	.stream_sync	= rt_stream_sync,
+	.stream_destroy	= rt_stream_destroy,
+	.event_create	= rt_event_create,
+	.event_destroy	= rt_event_destroy,
+	.event_record	= rt_event_record,
+	.event_query	= rt_event_query,
+	.event_sync	= rt_event_sync,
+	.copy		= rt_copy,
+	.copy_batch	= rt_copy_batch,
+};
+
+static int cuda_alloc(struct gpu_buf *b, unsigned int nr_fences)
 {
 	struct cuda_priv *cp;
 	int ret;
@@ -424,14 +525,17 @@ static int cuda_alloc(struct gpu_buf *b, unsigned int nr_marks)
 	ret = cuda_alloc_host(b, cp);
 	if (ret < 0)
 		goto err_dev;
-	ret = cuda_alloc_sync(b, cp, nr_marks ? nr_marks : 1);
+	b->priv = cp;
+	ret = gpu_stream_init(b, &cp->stream, &cuda_runtime, cp->dptr,
+			      nr_fences);
 	if (ret < 0)
 		goto err_host;
-	b->priv = cp;
+	cp->stream_live = true;
 	b->host_is_device = false;
 	return 0;
 
 err_host:
+	b->priv = NULL;
 	cuda_free_host(b, cp);
 err_dev:
 	cu.MemFree(cp->dptr);
@@ -469,97 +573,6 @@ static int cuda_export(struct gpu_buf *b)
 	return 0;
 }
 
-static int cuda_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
-		     size_t len)
-{
-	struct cuda_priv *cp = b->priv;
-	void *host = (char *)b->host + off;
-	CUresult r;
-	int ret;
-
-	if (off > b->size || len > b->size - off)
-		return -EINVAL;
-	ret = cuda_enter(b, cp);
-	if (ret < 0)
-		return ret;
-	if (dir == GPU_H2D)
-		r = cu.MemcpyHtoDAsync(cp->dptr + off, host, len, cp->stream);
-	else
-		r = cu.MemcpyDtoHAsync(host, cp->dptr + off, len, cp->stream);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(b, r, dir == GPU_H2D ? "cuMemcpyHtoDAsync" :
-						      "cuMemcpyDtoHAsync");
-	return 0;
-}
-
-static int cuda_mark(struct gpu_buf *b, unsigned int mark)
-{
-	struct cuda_priv *cp = b->priv;
-	CUresult r;
-	int ret;
-
-	if (mark >= cp->nr_events)
-		return -EINVAL;
-	ret = cuda_enter(b, cp);
-	if (ret < 0)
-		return ret;
-	r = cu.EventRecord(cp->events[mark], cp->stream);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuEventRecord");
-}
-
-static int cuda_poll(struct gpu_buf *b, unsigned int mark)
-{
-	struct cuda_priv *cp = b->priv;
-	CUresult r;
-	int ret;
-
-	if (mark >= cp->nr_events)
-		return -EINVAL;
-	ret = cuda_enter(b, cp);
-	if (ret < 0)
-		return ret;
-	r = cu.EventQuery(cp->events[mark]);
-	if (r == CUDA_SUCCESS)
-		return 1;
-	if (r == CUDA_ERROR_NOT_READY)
-		return 0;
-	return cu_fail(b, r, "cuEventQuery");
-}
-
-/* Spin on the event for up to cu_spin_ns, then sleep in the driver. */
-static CUresult cuda_event_wait(CUevent ev)
-{
-	struct timespec t0, t;
-	CUresult r;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		r = cu.EventQuery(ev);
-		if (r != CUDA_ERROR_NOT_READY)
-			return r;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (cu_spin_ns >= 0 &&
-		    (t.tv_sec - t0.tv_sec) * 1000000000L +
-		    (t.tv_nsec - t0.tv_nsec) >= cu_spin_ns)
-			return cu.EventSynchronize(ev);
-	}
-}
-
-static int cuda_wait(struct gpu_buf *b, unsigned int mark)
-{
-	struct cuda_priv *cp = b->priv;
-	CUresult r;
-	int ret;
-
-	if (mark >= cp->nr_events)
-		return -EINVAL;
-	ret = cuda_enter(b, cp);
-	if (ret < 0)
-		return ret;
-	r = cuda_event_wait(cp->events[mark]);
-	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuEventSynchronize");
-}
-
 /* Reverse order of cuda_alloc; copies still queued are drained first. */
 static void cuda_free(struct gpu_buf *b)
 {
@@ -567,10 +580,10 @@ static void cuda_free(struct gpu_buf *b)
 
 	if (!cp)
 		return;
-	cu.CtxSetCurrent(cp->ctx);
-	if (cp->stream)
-		cu.StreamSynchronize(cp->stream);
-	cuda_free_sync(cp);
+	cuda_enter(b, cp);
+	if (cp->stream_live)
+		gpu_stream_exit(b, &cp->stream);
+	cp->stream_live = false;
 	if (b->dmabuf_fd >= 0)
 		close(b->dmabuf_fd);
 	b->dmabuf_fd = -1;
@@ -586,9 +599,11 @@ const struct gpu_provider gpu_cuda_provider = {
 	.probe		= cuda_probe,
 	.alloc		= cuda_alloc,
 	.export_dmabuf	= cuda_export,
-	.copy		= cuda_copy,
-	.mark		= cuda_mark,
-	.poll		= cuda_poll,
-	.wait		= cuda_wait,
+	.copy		= gpu_stream_copy,
+	.submit		= gpu_stream_submit,
+	.fence		= gpu_stream_fence,
+	.poll		= gpu_stream_poll,
+	.wait		= gpu_stream_wait,
+	.drain		= gpu_stream_drain,
 	.free		= cuda_free,
 };

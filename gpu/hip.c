@@ -11,8 +11,10 @@
  *
  * Per fio thread: hipSetDevice on every entry point (the HIP runtime's
  * current device is per host thread), a hipMalloc allocation, a host shadow
- * of anonymous pages page-locked with hipHostRegister, one non-blocking
- * stream and one event per completion marker.
+ * of anonymous pages page-locked with hipHostRegister, and the shared copy
+ * stream (stream.c) over this file's table of
+ * runtime calls, with hipMemcpyBatchAsync where the runtime has it (ROCm 7),
+ * found at run time.
  *
  * Only exercised against the test double in tests/gpu/ (no AMD GPU here).
  */
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "stream.h"
 
 /* ------------------------------------------------------------------------ */
 /* the part of the HIP / ROCr API used here, as the runtimes define it      */
@@ -76,6 +79,10 @@ struct hip_api {
 				      hipStream_t);
 	hipError_t (*MemcpyDtoHAsync)(void *, hipDeviceptr_t, size_t,
 				      hipStream_t);
+	/* optional: ROCm >= 7 */
+	hipError_t (*MemcpyBatchAsync)(void **, void **, size_t *, size_t,
+				       void *, size_t *, size_t, size_t *,
+				       hipStream_t);
 	/* optional: ROCm >= 6 */
 	hipError_t (*MemGetHandleForAddressRange)(void *, hipDeviceptr_t,
 						  size_t, int,
@@ -177,6 +184,7 @@ static void hip_load(void)
 	}
 	*(void **)&hip.MemGetHandleForAddressRange =
 		dlsym(lib, "hipMemGetHandleForAddressRange");
+	*(void **)&hip.MemcpyBatchAsync = dlsym(lib, "hipMemcpyBatchAsync");
 	if (!hip.MemGetHandleForAddressRange)
 		hip_load_hsa();
 }
@@ -230,9 +238,8 @@ struct hip_priv {
 	void *dptr;
 	bool host_locked;
 	bool hsa_fd;		/* dma-buf came from ROCr: close it there */
-	hipStream_t stream;
-	hipEvent_t *events;
-	unsigned int nr_events;
+	bool stream_live;
+	struct gpu_stream stream;
 };
 
 static int hip_probe(char *why, size_t len)
@@ -310,47 +317,123 @@ static void hip_free_host(struct gpu_buf *b, struct hip_priv *hp)
 	gpu_shadow_unmap(b);
 }
 
-static void hip_free_sync(struct hip_priv *hp)
-{
-	unsigned int i;
+/* ------------------------------------------------------------------------ */
+/* the copy stream's calls (stream.c)                                       */
 
-	for (i = 0; i < hp->nr_events; i++)
-		hip.EventDestroy(hp->events[i]);
-	free(hp->events);
-	hp->events = NULL;
-	hp->nr_events = 0;
-	if (hp->stream)
-		hip.StreamDestroy(hp->stream);
-	hp->stream = NULL;
+/* hipMemcpyAttributes, laid out as ROCm 7 has it (CUDA's twin) */
+struct hip_memcpy_attr {
+	int src_access_order;	/* hipMemcpySrcAccessOrderStream = 1 */
+	struct { int type; int id; } src_loc, dst_loc;
+	unsigned int flags;
+};
+
+static int rt_stream_create(struct gpu_buf *b, void **stream)
+{
+	hipError_t e = hip.StreamCreateWithFlags((hipStream_t *)stream,
+						 hipStreamNonBlocking);
+
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipStreamCreateWithFlags");
 }
 
-static int hip_alloc_sync(struct gpu_buf *b, struct hip_priv *hp,
-			  unsigned int nr_marks)
+static int rt_stream_sync(struct gpu_buf *b, void *stream)
 {
+	hipError_t e = hip.StreamSynchronize(stream);
+
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipStreamSynchronize");
+}
+
+static void rt_stream_destroy(void *stream)
+{
+	hip.StreamDestroy(stream);
+}
+
+static int rt_event_create(struct gpu_buf *b, void **event)
+{
+	hipError_t e = hip.EventCreateWithFlags((hipEvent_t *)event,
+						hipEventDisableTiming);
+
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipEventCreateWithFlags");
+}
+
+static void rt_event_destroy(void *event)
+{
+	hip.EventDestroy(event);
+}
+
+static int rt_event_record(struct gpu_buf *b, void *event, void *stream)
+{
+	hipError_t e = hip.EventRecord(event, stream);
+
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipEventRecord");
+}
+
+static int rt_event_query(struct gpu_buf *b, void *event)
+{
+	hipError_t e = hip.EventQuery(event);
+
+	if (e == hipErrorNotReady)
+		return 0;
+	return e == hipSuccess ? 1 : hip_fail(b, e, "hipEventQuery");
+}
+
+static int rt_event_sync(struct gpu_buf *b, void *event)
+{
+	hipError_t e = hip.EventSynchronize(event);
+
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipEventSynchronize");
+}
+
+static int rt_copy(struct gpu_buf *b, void *stream, enum gpu_copy_dir dir,
+		   uint64_t dst, uint64_t src, size_t len)
+{
+	void *d = (void *)(uintptr_t)dst, *s = (void *)(uintptr_t)src;
 	hipError_t e;
 
-	e = hip.StreamCreateWithFlags(&hp->stream, hipStreamNonBlocking);
-	if (e != hipSuccess) {
-		hp->stream = NULL;
-		return hip_fail(b, e, "hipStreamCreateWithFlags");
-	}
-	hp->events = calloc(nr_marks, sizeof(*hp->events));
-	if (!hp->events) {
-		hip_free_sync(hp);
-		return -ENOMEM;
-	}
-	for (; hp->nr_events < nr_marks; hp->nr_events++) {
-		e = hip.EventCreateWithFlags(&hp->events[hp->nr_events],
-					     hipEventDisableTiming);
-		if (e != hipSuccess) {
-			hip_free_sync(hp);
-			return hip_fail(b, e, "hipEventCreateWithFlags");
-		}
-	}
-	return 0;
+	if (dir == GPU_H2D)
+		e = hip.MemcpyHtoDAsync(d, s, len, stream);
+	else
+		e = hip.MemcpyDtoHAsync(d, s, len, stream);
+	if (e == hipSuccess)
+		return 0;
+	return hip_fail(b, e, dir == GPU_H2D ? "hipMemcpyHtoDAsync" :
+					       "hipMemcpyDtoHAsync");
 }
 
-static int hip_alloc(struct gpu_buf *b, unsigned int nr_marks)
+static int rt_copy_batch(struct gpu_buf *b, void *stream, uint64_t *dst,
+			 uint64_t *src, size_t *len, size_t n, size_t *done)
+{
+	struct hip_memcpy_attr attr = { .src_access_order = 1 };
+	size_t attr_idx = 0, fail_idx = SIZE_MAX;
+	hipError_t e;
+
+	*done = 0;
+	if (!hip.MemcpyBatchAsync)
+		return -ENOSYS;
+	/* addresses are 64-bit on every platform HIP runs on */
+	e = hip.MemcpyBatchAsync((void **)dst, (void **)src, len, n, &attr,
+				 &attr_idx, 1, &fail_idx, stream);
+	if (e == hipSuccess)
+		return 0;
+	if (fail_idx < n)
+		*done = fail_idx;
+	return hip_fail(b, e, "hipMemcpyBatchAsync");
+}
+
+static const struct gpu_runtime hip_runtime = {
+	.enter		= hip_enter,
+	.stream_create	= rt_stream_create,
+	.stream_sync	= rt_stream_sync,
+	.stream_destroy	= rt_stream_destroy,
+	.event_create	= rt_event_create,
+	.event_destroy	= rt_event_destroy,
+	.event_record	= rt_event_record,
+	.event_query	= rt_event_query,
+	.event_sync	= rt_event_sync,
+	.copy		= rt_copy,
+	.copy_batch	= rt_copy_batch,
+};
+
+static int hip_alloc(struct gpu_buf *b, unsigned int nr_fences)
 {
 	struct hip_priv *hp;
 	int ret;
@@ -375,14 +458,17 @@ static int hip_alloc(struct gpu_buf *b, unsigned int nr_marks)
 	ret = hip_alloc_host(b, hp);
 	if (ret < 0)
 		goto err_dev;
-	ret = hip_alloc_sync(b, hp, nr_marks ? nr_marks : 1);
+	b->priv = hp;
+	ret = gpu_stream_init(b, &hp->stream, &hip_runtime,
+			      (uint64_t)(uintptr_t)hp->dptr, nr_fences);
 	if (ret < 0)
 		goto err_host;
-	b->priv = hp;
+	hp->stream_live = true;
 	b->host_is_device = false;
 	return 0;
 
 err_host:
+	b->priv = NULL;
 	hip_free_host(b, hp);
 err_dev:
 	hip.Free(hp->dptr);
@@ -438,71 +524,6 @@ static int hip_export(struct gpu_buf *b)
 	return 0;
 }
 
-static int hip_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
-		    size_t len)
-{
-	struct hip_priv *hp = b->priv;
-	void *host = (char *)b->host + off;
-	void *dev = (char *)hp->dptr + off;
-	hipError_t e;
-	int ret;
-
-	if (off > b->size || len > b->size - off)
-		return -EINVAL;
-	ret = hip_enter(b);
-	if (ret < 0)
-		return ret;
-	if (dir == GPU_H2D)
-		e = hip.MemcpyHtoDAsync(dev, host, len, hp->stream);
-	else
-		e = hip.MemcpyDtoHAsync(host, dev, len, hp->stream);
-	if (e != hipSuccess)
-		return hip_fail(b, e, dir == GPU_H2D ? "hipMemcpyHtoDAsync" :
-						       "hipMemcpyDtoHAsync");
-	return 0;
-}
-
-static int hip_mark(struct gpu_buf *b, unsigned int mark)
-{
-	struct hip_priv *hp = b->priv;
-	hipError_t e;
-	int ret;
-
-	if (mark >= hp->nr_events)
-		return -EINVAL;
-	ret = hip_enter(b);
-	if (ret < 0)
-		return ret;
-	e = hip.EventRecord(hp->events[mark], hp->stream);
-	return e == hipSuccess ? 0 : hip_fail(b, e, "hipEventRecord");
-}
-
-static int hip_poll(struct gpu_buf *b, unsigned int mark)
-{
-	struct hip_priv *hp = b->priv;
-	hipError_t e;
-
-	if (mark >= hp->nr_events)
-		return -EINVAL;
-	e = hip.EventQuery(hp->events[mark]);
-	if (e == hipSuccess)
-		return 1;
-	if (e == hipErrorNotReady)
-		return 0;
-	return hip_fail(b, e, "hipEventQuery");
-}
-
-static int hip_wait(struct gpu_buf *b, unsigned int mark)
-{
-	struct hip_priv *hp = b->priv;
-	hipError_t e;
-
-	if (mark >= hp->nr_events)
-		return -EINVAL;
-	e = hip.EventSynchronize(hp->events[mark]);
-	return e == hipSuccess ? 0 : hip_fail(b, e, "hipEventSynchronize");
-}
-
 /* Reverse order of hip_alloc; copies still queued are drained first. */
 static void hip_free(struct gpu_buf *b)
 {
@@ -511,9 +532,9 @@ static void hip_free(struct gpu_buf *b)
 	if (!hp)
 		return;
 	hip.SetDevice(b->dev_id);
-	if (hp->stream)
-		hip.StreamSynchronize(hp->stream);
-	hip_free_sync(hp);
+	if (hp->stream_live)
+		gpu_stream_exit(b, &hp->stream);
+	hp->stream_live = false;
 	if (b->dmabuf_fd >= 0) {
 		if (hp->hsa_fd)
 			hip.hsa_close_dmabuf(b->dmabuf_fd);
@@ -532,9 +553,11 @@ const struct gpu_provider gpu_hip_provider = {
 	.probe		= hip_probe,
 	.alloc		= hip_alloc,
 	.export_dmabuf	= hip_export,
-	.copy		= hip_copy,
-	.mark		= hip_mark,
-	.poll		= hip_poll,
-	.wait		= hip_wait,
+	.copy		= gpu_stream_copy,
+	.submit		= gpu_stream_submit,
+	.fence		= gpu_stream_fence,
+	.poll		= gpu_stream_poll,
+	.wait		= gpu_stream_wait,
+	.drain		= gpu_stream_drain,
 	.free		= hip_free,
 };

@@ -32,12 +32,12 @@ static int host_probe(char *why, size_t len)
 	return 1;
 }
 
-static int host_alloc(struct gpu_buf *b, unsigned int nr_marks)
+static int host_alloc(struct gpu_buf *b, unsigned int nr_fences)
 {
 	struct host_priv *hp;
 	int ret;
 
-	(void)nr_marks;
+	(void)nr_fences;
 	hp = calloc(1, sizeof(*hp));
 	if (!hp)
 		return -ENOMEM;
@@ -126,7 +126,7 @@ static int host_export(struct gpu_buf *b)
 	return 0;
 }
 
-/* The shadow is the memory: copies and markers are complete at once. */
+/* The shadow is the memory: copies are no-ops and fences complete at once. */
 static int host_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
 		     size_t len)
 {
@@ -137,24 +137,30 @@ static int host_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
 	return 0;
 }
 
-static int host_mark(struct gpu_buf *b, unsigned int mark)
+static int host_nop(struct gpu_buf *b)
 {
 	(void)b;
-	(void)mark;
 	return 0;
 }
 
-static int host_poll(struct gpu_buf *b, unsigned int mark)
+static int host_fence(struct gpu_buf *b, uint64_t *ticket)
 {
 	(void)b;
-	(void)mark;
+	*ticket = 0;
+	return 0;
+}
+
+static int host_poll(struct gpu_buf *b, uint64_t ticket)
+{
+	(void)b;
+	(void)ticket;
 	return 1;
 }
 
-static int host_wait(struct gpu_buf *b, unsigned int mark)
+static int host_wait(struct gpu_buf *b, uint64_t ticket)
 {
 	(void)b;
-	(void)mark;
+	(void)ticket;
 	return 0;
 }
 
@@ -181,8 +187,10 @@ const struct gpu_provider gpu_host_provider = {
 	.alloc		= host_alloc,
 	.export_dmabuf	= host_export,
 	.copy		= host_copy,
-	.mark		= host_mark,
+	.submit		= host_nop,
+	.fence		= host_fence,
 	.poll		= host_poll,
 	.wait		= host_wait,
+	.drain		= host_nop,
 	.free		= host_free,
 };

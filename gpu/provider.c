@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "provider.h"
+#include "stream.h"
 
 /* Device providers are tried in this order by gpu=auto; host always works. */
 static const struct gpu_provider *const providers[] = {
@@ -72,12 +73,12 @@ void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 	b->dmabuf_fd = -1;
 }
 
-int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_marks)
+int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_fences)
 {
 	/* providers left out at configure time have no alloc */
 	if (!b->prov->alloc)
 		return -ENOTSUP;
-	return b->prov->alloc(b, nr_marks);
+	return b->prov->alloc(b, nr_fences);
 }
 
 void gpu_buf_free(struct gpu_buf *b)
@@ -109,4 +110,9 @@ void gpu_shadow_unmap(struct gpu_buf *b)
 	if (b->host)
 		munmap(b->host, b->size);
 	b->host = NULL;
+}
+
+const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b)
+{
+	return &b->stream->st;
 }

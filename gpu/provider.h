@@ -7,7 +7,10 @@
  * allocates, per fio thread, a host shadow (what fio reads and writes) and a
  * device allocation of the same size, exports the device allocation as a
  * dma-buf on request, and copies between the two asynchronously on one
- * in-order stream per thread, with a completion marker per fio io_u.
+ * in-order stream per thread. Copies are queued, sent to the runtime in
+ * batches (submit), and fenced: a fence returns a ticket, and tickets complete
+ * in the order they were handed out. Two copies of the same bytes must be
+ * separated by a submit (copies within one batch run in any order).
  *
  * Functions return 0 or a negative errno; a provider may leave a short
  * detail (the runtime's own error name) in buf->why for the top-level message.
@@ -18,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum gpu_copy_dir {
 	GPU_H2D,	/* host shadow -> device */
@@ -25,6 +29,15 @@ enum gpu_copy_dir {
 };
 
 struct gpu_provider;
+struct gpu_stream;
+
+/* What a buffer's copy stream did, for the end-of-job report. */
+struct gpu_stream_stats {
+	unsigned long copies;		/* single copies queued */
+	unsigned long calls;		/* runtime copy calls (batch or single) */
+	unsigned long fences;		/* events recorded */
+	unsigned long waits;		/* blocking waits for a fence */
+};
 
 struct gpu_buf {
 	const struct gpu_provider *prov;
@@ -34,6 +47,7 @@ struct gpu_buf {
 	int dev_id;
 	int dmabuf_fd;		/* -1 until exported */
 	bool host_is_device;	/* shadow is the device memory: no copies */
+	struct gpu_stream *stream;	/* device providers' copy stream */
 	char why[192];		/* runtime detail of the last failure */
 };
 
@@ -43,20 +57,25 @@ struct gpu_provider {
 	int (*probe)(char *why, size_t len);
 	/*
 	 * Allocate shadow and device memory of b->size bytes on b->dev_id, with
-	 * room for nr_marks completion markers. On failure nothing is held.
+	 * room for nr_fences fences outstanding at once. On failure nothing is
+	 * held.
 	 */
-	int (*alloc)(struct gpu_buf *b, unsigned int nr_marks);
+	int (*alloc)(struct gpu_buf *b, unsigned int nr_fences);
 	/* Export the device allocation as a dma-buf into b->dmabuf_fd. */
 	int (*export_dmabuf)(struct gpu_buf *b);
-	/* Queue an async copy of [off, off + len) between shadow and device. */
+	/* Queue a copy of [off, off + len) between shadow and device. */
 	int (*copy)(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
 		    size_t len);
-	/* Record marker 'mark' after every copy queued so far. */
-	int (*mark)(struct gpu_buf *b, unsigned int mark);
-	/* 1 when everything before marker 'mark' is done, 0 if not, <0 error */
-	int (*poll)(struct gpu_buf *b, unsigned int mark);
-	/* Block until marker 'mark' is done. */
-	int (*wait)(struct gpu_buf *b, unsigned int mark);
+	/* Send the queued copies to the runtime (one batch where it can). */
+	int (*submit)(struct gpu_buf *b);
+	/* submit, then record a fence after every copy so far: *ticket */
+	int (*fence)(struct gpu_buf *b, uint64_t *ticket);
+	/* 1 when fence 'ticket' is done (and so every older one), 0 if not */
+	int (*poll)(struct gpu_buf *b, uint64_t ticket);
+	/* Block until fence 'ticket' is done. */
+	int (*wait)(struct gpu_buf *b, uint64_t ticket);
+	/* Block until nothing queued on the stream runs any more (errors). */
+	int (*drain)(struct gpu_buf *b);
 	/* Release everything alloc and export_dmabuf acquired. */
 	void (*free)(struct gpu_buf *b);
 };
@@ -70,7 +89,7 @@ const struct gpu_provider *gpu_provider_auto(char *why, size_t len);
 
 void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 		  int dev_id, size_t size);
-int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_marks);
+int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_fences);
 void gpu_buf_free(struct gpu_buf *b);
 
 /*
@@ -80,6 +99,9 @@ void gpu_buf_free(struct gpu_buf *b);
  */
 int gpu_shadow_map(struct gpu_buf *b);
 void gpu_shadow_unmap(struct gpu_buf *b);
+
+/* The copy stream's counters (b->stream set: a device provider). */
+const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
 
 /* Round a buffer size up to what every provider can allocate and export. */
 size_t gpu_buf_round(size_t size);

@@ -84,39 +84,43 @@ static unsigned char pattern(size_t i, int seed)
 	return (unsigned char)(i * 7 + (i >> 12) + seed * 31);
 }
 
-/* Shadow -> device -> shadow through every marker; 0 or <0. */
+/*
+ * Shadow -> device -> shadow: one fence after the upload, then a fence per
+ * chunk copied back (one batch each), polled newest first; 0 or <0.
+ */
 static int round_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
 {
 	const struct gpu_provider *p = b->prov;
 	size_t chunk = b->size / NR_CHUNKS, i;
 	unsigned char *h = b->host;
+	uint64_t t[NR_CHUNKS], up;
 	int ret, c;
 
 	for (i = 0; i < b->size; i++)
 		h[i] = pattern(i, seed);
 	ret = p->copy(b, GPU_H2D, 0, b->size);
 	if (!ret)
-		ret = p->mark(b, 0);
+		ret = p->fence(b, &up);
 	if (!ret)
-		ret = p->wait(b, 0);
+		ret = p->wait(b, up);
 	if (ret)
 		return ret;
 	memset(h, 0, b->size);
 	for (c = 0; c < NR_CHUNKS; c++) {
 		ret = p->copy(b, GPU_D2H, c * chunk, chunk);
 		if (!ret)
-			ret = p->mark(b, c);
+			ret = p->fence(b, &t[c]);
 		if (ret)
 			return ret;
 	}
-	while ((ret = p->poll(b, NR_CHUNKS - 1)) == 0)
+	while ((ret = p->poll(b, t[NR_CHUNKS - 1])) == 0)
 		(*not_ready)++;
 	if (ret < 0)
 		return ret;
 	for (c = 0; c < NR_CHUNKS; c++) {
-		ret = p->wait(b, c);
-		if (ret)
-			return ret;
+		ret = p->poll(b, t[c]);
+		if (ret != 1)
+			return ret < 0 ? ret : -EPROTO;
 	}
 	for (i = 0; i < b->size; i++)
 		if (h[i] != pattern(i, seed)) {

@@ -17,6 +17,7 @@
  *   HIPDOUBLE_FAIL=a,b,...  fail these calls: init malloc hostregister stream
  *                           event export copy
  *   HIPDOUBLE_EXPORT=none   refuse export even where udmabuf exists
+ *   HIPDOUBLE_FAIL_COPY_AT=N  the Nth copy (single or in a batch) fails
  *   HIPDOUBLE_DELAY_US=N    each copy takes at least N microseconds
  *   HIPDOUBLE_CORRUPT=N     every Nth copy into device memory flips its first
  *                           byte (a negative control for verify)
@@ -24,8 +25,12 @@
  *                           objects left behind, copies from memory that
  *                           was not hipHostRegister'ed, allocations per device)
  *
- * Built with -DHIPDOUBLE_ROCM5 it lacks hipMemGetHandleForAddressRange, like
- * ROCm 5; hsa_double.c then provides ROCr's hsa_amd_portable_export_dmabuf.
+ * hipMemcpyBatchAsync is there as ROCm 7 has it (copies of one call run in
+ * the order given here; the real one promises no order within a call).
+ *
+ * Built with -DHIPDOUBLE_ROCM5 it lacks hipMemGetHandleForAddressRange and
+ * hipMemcpyBatchAsync, like ROCm 5; hsa_double.c then provides ROCr's
+ * hsa_amd_portable_export_dmabuf.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -69,12 +74,13 @@ static struct {
 	unsigned int delay_us;
 	long corrupt;
 	bool no_export;
+	long fail_copy_at;
 	char fail[128];
 } cfg;
 
 static struct {
 	long live_allocs, live_streams, live_events, live_host_regs;
-	long copies, unpinned_copies, exports, to_dev;
+	long copies, unpinned_copies, exports, to_dev, copy_calls;
 	long allocs_on[MAX_DEVICES];
 } cnt;
 
@@ -108,6 +114,8 @@ __attribute__((constructor)) static void double_init(void)
 	cfg.corrupt = s ? atol(s) : 0;
 	s = getenv("HIPDOUBLE_EXPORT");
 	cfg.no_export = s && !strcmp(s, "none");
+	s = getenv("HIPDOUBLE_FAIL_COPY_AT");
+	cfg.fail_copy_at = s ? atol(s) : 0;
 	s = getenv("HIPDOUBLE_FAIL");
 	snprintf(cfg.fail, sizeof(cfg.fail), "%s", s ? s : "");
 }
@@ -369,9 +377,31 @@ struct copy_op {
 	void *dst;
 	const void *src;
 	size_t len;
+	uint64_t src_sum;	/* the source as it was when queued */
+	bool sum_at_start;	/* an earlier copy writes it: sum when run */
 	bool corrupt;
 	struct copy_op *next;
 };
+
+/*
+ * A GPU reads a copy's source when the copy runs, not when it is queued: a
+ * caller that changes the source in between (say, reuses a buffer whose copy
+ * is still pending) gets torn data. The double says so on stderr.
+ */
+static uint64_t sum_bytes(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+	uint64_t h = 1469598103934665603ULL, w;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&w, c + i, 8);
+		h = (h ^ w) * 1099511628211ULL;
+	}
+	for (; i < len; i++)
+		h = (h ^ c[i]) * 1099511628211ULL;
+	return h;
+}
 
 struct ihipStream_t {
 	pthread_t worker;
@@ -390,6 +420,18 @@ struct ihipEvent_t {
 typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipEvent_t *hipEvent_t;
 
+/* Does a copy still pending on the stream write into [p, p + len)? */
+static bool writes_to(const struct copy_op *op, const void *p, size_t len)
+{
+	const char *c = p;
+
+	for (; op; op = op->next)
+		if (c < (const char *)op->dst + op->len &&
+		    (const char *)op->dst < c + len)
+			return true;
+	return false;
+}
+
 static void *stream_worker(void *arg)
 {
 	struct ihipStream_t *s = arg;
@@ -403,8 +445,13 @@ static void *stream_worker(void *arg)
 			break;
 		op = s->head;
 		pthread_mutex_unlock(&s->mu);
+		if (op->sum_at_start)
+			op->src_sum = sum_bytes(op->src, op->len);
 		if (cfg.delay_us)
 			usleep(cfg.delay_us);
+		if (sum_bytes(op->src, op->len) != op->src_sum)
+			fprintf(stderr, "hip_double: the source of a %zu-byte copy changed while the copy was pending\n",
+				op->len);
 		memcpy(op->dst, op->src, op->len);
 		if (op->corrupt && op->len)
 			*(unsigned char *)op->dst ^= 0xff;
@@ -493,6 +540,11 @@ static hipError_t queue_copy(void *dst, const void *src, size_t len,
 	if (fails("copy"))
 		return hipErrorInvalidValue;
 	pthread_mutex_lock(&lock);
+	if (cfg.fail_copy_at && ++cnt.copy_calls == cfg.fail_copy_at) {
+		/* what a GPU fault looks like: an error fio does not stop on */
+		pthread_mutex_unlock(&lock);
+		return 999;	/* hipErrorUnknown */
+	}
 	/* the device side must lie inside one allocation, as on a GPU */
 	if (!find(dev_mem, dev, len)) {
 		pthread_mutex_unlock(&lock);
@@ -514,6 +566,9 @@ static hipError_t queue_copy(void *dst, const void *src, size_t len,
 	op->corrupt = corrupt;
 	op->next = NULL;
 	pthread_mutex_lock(&s->mu);
+	op->sum_at_start = writes_to(s->head, src, len);
+	if (!op->sum_at_start)
+		op->src_sum = sum_bytes(src, len);
 	*s->tail = op;
 	s->tail = &op->next;
 	s->submitted++;
@@ -531,6 +586,55 @@ hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t len, hipStream_t s)
 {
 	return queue_copy(dst, src, len, s, src, dst);
 }
+
+#ifndef HIPDOUBLE_ROCM5
+/* hipMemcpyAttributes as ROCm 7 lays it out; only the access order counts */
+struct hip_memcpy_attr {
+	int src_access_order;
+	struct { int type; int id; } src_loc, dst_loc;
+	unsigned int flags;
+};
+
+static bool is_device(const void *p)
+{
+	bool dev;
+
+	pthread_mutex_lock(&lock);
+	dev = find(dev_mem, p, 1) != NULL;
+	pthread_mutex_unlock(&lock);
+	return dev;
+}
+
+/* Each copy as its own async copy, direction from where the pointers lie. */
+hipError_t hipMemcpyBatchAsync(void **dsts, void **srcs, size_t *sizes,
+			       size_t count, struct hip_memcpy_attr *attrs,
+			       size_t *attr_idxs, size_t nr_attrs,
+			       size_t *fail_idx, hipStream_t s)
+{
+	size_t i;
+	hipError_t e;
+
+	if (fail_idx)
+		*fail_idx = SIZE_MAX;
+	if (!count || !dsts || !srcs || !sizes || !attrs || !attr_idxs ||
+	    !nr_attrs || nr_attrs > count || attr_idxs[0] ||
+	    !attrs[0].src_access_order)
+		return hipErrorInvalidValue;
+	for (i = 0; i < count; i++) {
+		bool to_dev = is_device(dsts[i]);
+
+		e = queue_copy(dsts[i], srcs[i], sizes[i], s,
+			       to_dev ? dsts[i] : srcs[i],
+			       to_dev ? srcs[i] : dsts[i]);
+		if (e != hipSuccess) {
+			if (fail_idx)
+				*fail_idx = i;
+			return e;
+		}
+	}
+	return hipSuccess;
+}
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* events                                                                   */

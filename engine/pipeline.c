@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The copy pipeline between the ring and the GPU copies; see pipeline.h for
+ * the stages and the ordering rules. Nothing here knows fio or a runtime:
+ * the ring is ring.c's, the copies go through the provider's ops.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pipeline.h"
+
+static void pfifo_init(struct dbr_pfifo *q)
+{
+	q->head = NULL;
+	q->tail = &q->head;
+}
+
+static void pfifo_push(struct dbr_pfifo *q, struct dbr_pio *io)
+{
+	io->next = NULL;
+	*q->tail = io;
+	q->tail = &io->next;
+}
+
+static struct dbr_pio *pfifo_pop(struct dbr_pfifo *q)
+{
+	struct dbr_pio *io = q->head;
+
+	q->head = io->next;
+	if (!q->head)
+		q->tail = &q->head;
+	return io;
+}
+
+int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
+		  struct gpu_buf *buf, unsigned int depth, bool p2p,
+		  bool sync)
+{
+	*p = (struct dbr_pipe){
+		.ring	= ring,
+		.buf	= buf,
+		.p2p	= p2p,
+		.sync	= sync,
+		.copies	= !buf->host_is_device,
+		.depth	= depth ? depth : 1,
+	};
+	pfifo_init(&p->pre);
+	pfifo_init(&p->post);
+	pfifo_init(&p->ready);
+	p->pass = calloc(p->depth, sizeof(*p->pass));
+	return p->pass ? 0 : -ENOMEM;
+}
+
+void dbr_pipe_exit(struct dbr_pipe *p)
+{
+	free(p->pass);
+	p->pass = NULL;
+}
+
+bool dbr_pipe_idle(const struct dbr_pipe *p)
+{
+	return !p->ring->inflight && !p->pre.head && !p->post.head &&
+	       !p->ready.head;
+}
+
+/* Reads end in GPU memory: their copies come after the ring. */
+static bool copies_after(const struct dbr_pio *io)
+{
+	return io->req.op == DBR_OP_READ;
+}
+
+/*
+ * bounce: the bytes pass through the host buffer, so a read lands in GPU
+ * memory only after H2D and a write leaves it only after D2H. gpu_sync adds
+ * the copy that keeps fio's view (verify, patterns) equal to the GPU's.
+ * p2p: only gpu_sync copies.
+ */
+static void plan_copies(const struct dbr_pipe *p, struct dbr_pio *io)
+{
+	io->nr_copies = 0;
+	if (!p->copies)
+		return;
+	if (io->req.op == DBR_OP_WRITE) {
+		if (p->sync)
+			io->copy[io->nr_copies++] = GPU_H2D;
+		if (!p->p2p)
+			io->copy[io->nr_copies++] = GPU_D2H;
+	} else if (io->req.op == DBR_OP_READ) {
+		if (!p->p2p)
+			io->copy[io->nr_copies++] = GPU_H2D;
+		if (p->sync)
+			io->copy[io->nr_copies++] = GPU_D2H;
+	}
+}
+
+static void make_ready(struct dbr_pipe *p, struct dbr_pio *io)
+{
+	io->stage = DBR_READY;
+	pfifo_push(&p->ready, io);
+}
+
+/*
+ * A copy call failed: whatever was sent still runs, so the stream drains
+ * before any I/O of it comes back.
+ */
+static void fail_copy(struct dbr_pipe *p, struct dbr_pio *io, int err)
+{
+	io->error = -err;
+	p->st.copy_errors++;
+}
+
+static void drain(struct dbr_pipe *p)
+{
+	p->buf->prov->drain(p->buf);
+}
+
+/*
+ * Queue the copies of the I/O in p->pass, round by round (an I/O's second
+ * copy touches the bytes of its first, so it must go in a later batch), and
+ * fence them all. On failure every I/O of the pass fails, after the drain.
+ */
+static void run_pass(struct dbr_pipe *p)
+{
+	const struct gpu_provider *prov = p->buf->prov;
+	unsigned int i, round, rounds = 1;
+	uint64_t ticket = 0;
+	int ret = 0;
+
+	for (i = 0; i < p->nr_pass; i++)
+		if (p->pass[i]->nr_copies > rounds)
+			rounds = p->pass[i]->nr_copies;
+	for (round = 0; round < rounds && !ret; round++) {
+		if (round)
+			ret = prov->submit(p->buf);
+		for (i = 0; i < p->nr_pass && !ret; i++) {
+			struct dbr_pio *io = p->pass[i];
+
+			if (round < io->nr_copies)
+				ret = prov->copy(p->buf, io->copy[round],
+						 io->off, io->req.len);
+		}
+	}
+	if (!ret)
+		ret = prov->fence(p->buf, &ticket);
+	if (ret < 0)
+		drain(p);
+	for (i = 0; i < p->nr_pass; i++) {
+		p->pass[i]->ticket = ticket;
+		if (ret < 0)
+			fail_copy(p, p->pass[i], ret);
+	}
+	p->st.copy_passes += !ret;
+	p->nr_pass = 0;
+}
+
+static void add_to_pass(struct dbr_pipe *p, struct dbr_pio *io)
+{
+	if (p->nr_pass == p->depth)
+		run_pass(p);
+	p->pass[p->nr_pass++] = io;
+}
+
+/* Start the pre-copies of everything queued since the last fence. */
+static void fence_pre(struct dbr_pipe *p)
+{
+	struct dbr_pio *io;
+
+	if (!p->unfenced)
+		return;
+	for (io = p->pre.head; io; io = io->next)
+		if (io->nr_copies && !copies_after(io) && !io->ticket &&
+		    !io->error)
+			add_to_pass(p, io);
+	if (p->nr_pass)
+		run_pass(p);
+	p->unfenced = 0;
+}
+
+/*
+ * 1 when the I/O's copies are done (or it failed), 0 while they run. A poll
+ * that fails fails the I/O.
+ */
+static int copies_done(struct dbr_pipe *p, struct dbr_pio *io)
+{
+	int ret;
+
+	if (io->error || !io->nr_copies)
+		return 1;
+	if (!io->ticket)
+		return 0;
+	ret = p->buf->prov->poll(p->buf, io->ticket);
+	if (ret < 0) {
+		drain(p);
+		fail_copy(p, io, ret);
+	}
+	return ret != 0;
+}
+
+/*
+ * Move the head of the pre-ring queue onto the ring while its copies are
+ * done: queue order is ring order. Failed I/O skips the ring.
+ */
+static void advance_pre(struct dbr_pipe *p)
+{
+	struct dbr_pio *io;
+	int ret;
+
+	while ((io = p->pre.head) &&
+	       (copies_after(io) || copies_done(p, io))) {
+		if (!io->error) {
+			ret = dbr_ring_queue(p->ring, &io->req);
+			if (ret == -EBUSY)
+				return;
+			if (ret < 0)
+				io->error = -ret;
+		}
+		pfifo_pop(&p->pre);
+		if (io->error)
+			make_ready(p, io);
+		else
+			io->stage = DBR_IN_RING;
+	}
+}
+
+int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
+{
+	int ret;
+
+	io->req.owner = io;
+	io->error = 0;
+	io->resid = 0;
+	io->ticket = 0;
+	plan_copies(p, io);
+	if (io->nr_copies && !copies_after(io)) {
+		p->unfenced++;
+	} else if (!p->pre.head) {
+		ret = dbr_ring_queue(p->ring, &io->req);
+		if (ret < 0)
+			return ret;
+		io->stage = DBR_IN_RING;
+		return 0;
+	}
+	if (p->pre.head)
+		p->st.held_back++;
+	io->stage = DBR_PRE_RING;
+	pfifo_push(&p->pre, io);
+	return 0;
+}
+
+int dbr_pipe_commit(struct dbr_pipe *p)
+{
+	fence_pre(p);
+	advance_pre(p);
+	return 0;
+}
+
+int dbr_pipe_submit(struct dbr_pipe *p)
+{
+	return dbr_ring_submit(p->ring, 0);
+}
+
+static void set_result(struct dbr_pio *io)
+{
+	int res = io->req.res;
+	bool rw = io->req.op == DBR_OP_READ || io->req.op == DBR_OP_WRITE;
+
+	if (res < 0)
+		io->error = -res;
+	else if (rw && (uint32_t)res < io->req.len)
+		io->resid = io->req.len - res;
+}
+
+/* Off the ring: reads that end in GPU memory join this reap's copy pass. */
+static void finish_ring_io(struct dbr_pipe *p, struct dbr_pio *io)
+{
+	set_result(io);
+	if (io->error || !io->nr_copies || !copies_after(io)) {
+		make_ready(p, io);
+		return;
+	}
+	io->stage = DBR_POST_COPY;
+	pfifo_push(&p->post, io);
+	add_to_pass(p, io);
+}
+
+/* Everything the ring has finished, with one copy pass for all of it. */
+static void reap_ring(struct dbr_pipe *p)
+{
+	struct dbr_req *done[64];
+	int n, i;
+
+	do {
+		n = dbr_ring_reap(p->ring, done, 64);
+		for (i = 0; i < n; i++)
+			finish_ring_io(p, done[i]->owner);
+	} while (n == 64);
+	if (p->nr_pass)
+		run_pass(p);
+}
+
+static void advance_post(struct dbr_pipe *p)
+{
+	while (p->post.head && copies_done(p, p->post.head))
+		make_ready(p, pfifo_pop(&p->post));
+}
+
+static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
+			    unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (p->ready.head && n < max) {
+		done[n] = pfifo_pop(&p->ready);
+		done[n++]->stage = DBR_IDLE;
+	}
+	return n;
+}
+
+/*
+ * Block for progress: on the oldest copy when one runs (its stream finishes
+ * in order; the ring is kicked first so it works meanwhile), else on the
+ * ring.
+ */
+static int wait_progress(struct dbr_pipe *p)
+{
+	struct dbr_pio *io = p->post.head ? p->post.head : p->pre.head;
+	int ret;
+
+	if (!io || !io->ticket || io->error)
+		return dbr_ring_submit(p->ring, p->ring->inflight ? 1 : 0);
+	ret = dbr_ring_submit(p->ring, 0);
+	if (ret < 0)
+		return ret;
+	ret = p->buf->prov->wait(p->buf, io->ticket);
+	if (ret < 0) {
+		drain(p);
+		fail_copy(p, io, ret);
+	}
+	return 0;
+}
+
+/* A wait that ended early (timeout, signal) is no error: loop again. */
+static bool wait_failed(int ret)
+{
+	return ret < 0 && ret != -ETIME && ret != -EINTR;
+}
+
+int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
+		       unsigned int min, unsigned int max)
+{
+	unsigned int n = 0;
+	int ret = 0;
+
+	fence_pre(p);
+	for (;;) {
+		advance_pre(p);
+		/*
+		 * Only ring I/O outstanding: submit what commit left and wait
+		 * for what is needed in one enter, rather than a non-blocking
+		 * reap's enter and then a waiting one.
+		 */
+		if (!p->pre.head && !p->post.head && !p->ready.head) {
+			ret = dbr_ring_wait(p->ring, min > n ? min - n : 0);
+			if (wait_failed(ret))
+				break;
+		}
+		/* hand over what an earlier reap left before reaping more */
+		if (!p->ready.head)
+			reap_ring(p);
+		advance_post(p);
+		n += collect(p, done + n, max - n);
+		if (n >= min || dbr_pipe_idle(p))
+			break;
+		ret = wait_progress(p);
+		if (wait_failed(ret))
+			break;
+	}
+	/* nothing queued may stay unsubmitted past this call */
+	if (!wait_failed(ret) && p->ring->unsubmitted)
+		ret = dbr_ring_submit(p->ring, 0);
+	/* what was collected goes back even when waiting failed */
+	return n || !wait_failed(ret) ? (int)n : ret;
+}

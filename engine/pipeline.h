@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The copy pipeline: how an I/O moves between the ring and the GPU copies
+ * around it, free of fio.
+ *
+ * Each I/O passes through up to three stages:
+ *
+ *   pre-copy  copies before the I/O (a write whose bytes start in GPU memory)
+ *   ring      the READ_FIXED / WRITE_FIXED / FSYNC on the io_uring ring
+ *   post-copy copies after the I/O (a read whose bytes end in GPU memory)
+ *
+ * and then waits, ready, until the caller collects it. Ordering rules:
+ *
+ *  - I/O reaches the ring in the order it was queued, as fio's own io_uring
+ *    engine submits it: an I/O whose pre-copies are still running holds back
+ *    everything queued after it (so an fsync never passes an earlier write).
+ *  - An I/O comes back exactly once, and never while a copy on its bytes may
+ *    still run: after a failed copy call the stream is drained first.
+ *
+ * Copies go to the provider in passes: the copies of every I/O queued since
+ * the last commit, or reaped in one go from the ring, are queued together,
+ * in rounds (an I/O's second copy touches the bytes of its first, so it goes
+ * in the next batch), and one fence covers the whole pass.
+ */
+#ifndef DBR_PIPELINE_H
+#define DBR_PIPELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "provider.h"
+#include "ring.h"
+
+enum dbr_stage {
+	DBR_IDLE,
+	DBR_PRE_RING,	/* its pre-copies, or an earlier I/O, not done yet */
+	DBR_IN_RING,
+	DBR_POST_COPY,
+	DBR_READY,
+};
+
+/* One I/O. The caller fills req (but req.owner) and off, then queues it. */
+struct dbr_pio {
+	struct dbr_req req;
+	size_t off;		/* where its bytes sit in the buffer */
+	void *user;		/* the caller's own I/O (fio's io_u) */
+	/* set by the pipeline */
+	enum dbr_stage stage;
+	uint8_t nr_copies;
+	enum gpu_copy_dir copy[2];	/* before the ring or after it */
+	uint64_t ticket;	/* fence covering its copies, 0: not fenced */
+	int error;		/* positive errno, 0 when it succeeded */
+	uint32_t resid;		/* bytes short of req.len */
+	struct dbr_pio *next;
+};
+
+struct dbr_pfifo {
+	struct dbr_pio *head;
+	struct dbr_pio **tail;
+};
+
+struct dbr_pipe_stats {
+	unsigned long copy_passes;	/* fences over a pass of copies */
+	unsigned long held_back;	/* I/O that waited for an earlier one */
+	unsigned long copy_errors;	/* I/O failed by a copy */
+};
+
+struct dbr_pipe {
+	struct dbr_ring *ring;
+	struct gpu_buf *buf;
+	bool p2p;		/* the ring moves GPU memory itself */
+	bool sync;		/* gpu_sync: keep the host shadow in step */
+	bool copies;		/* a device provider: copies exist at all */
+	struct dbr_pfifo pre;	/* queued, not yet on the ring */
+	struct dbr_pfifo post;	/* off the ring, copies running */
+	struct dbr_pfifo ready;	/* done, not yet collected */
+	struct dbr_pio **pass;	/* the I/O of the copy pass being built */
+	unsigned int nr_pass, depth;
+	unsigned int unfenced;	/* pre-copy I/O queued since the last fence */
+	struct dbr_pipe_stats st;
+};
+
+int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
+		  struct gpu_buf *buf, unsigned int depth, bool p2p,
+		  bool sync);
+void dbr_pipe_exit(struct dbr_pipe *p);
+
+/*
+ * Take one I/O: 0 when taken, -EBUSY when the ring has no room (try again
+ * after collecting), another negative errno when it cannot run (not taken).
+ */
+int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io);
+/* Start the pre-copies queued so far and move what may onto the ring. */
+int dbr_pipe_commit(struct dbr_pipe *p);
+/* Hand what is on the ring to the kernel. */
+int dbr_pipe_submit(struct dbr_pipe *p);
+/*
+ * Collect between min and max finished I/O into done[], blocking until min
+ * are there (or nothing is left in flight). Returns the count, or a negative
+ * errno when waiting failed (-ETIME and -EINTR are not failures: the count
+ * so far is returned).
+ */
+int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
+		       unsigned int min, unsigned int max);
+bool dbr_pipe_idle(const struct dbr_pipe *p);
+
+#endif

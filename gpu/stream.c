@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The copy stream shared by the device providers: queue, batch, fence. See
+ * stream.h. Per-runtime calls come from struct gpu_runtime; nothing here
+ * knows CUDA or HIP.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "stream.h"
+
+/*
+ * wait() spins on a fence this long, then sleeps in the runtime: a 1 MiB
+ * copy takes ~20 us at 55 GB/s, a batch of 4 KiB copies less, and threads
+ * that spin for whole copies starve the CPU-bound side of the job.
+ * DBR_GPU_SPIN_US=N overrides it (DBR_CUDA_SPIN_US, its older name, too);
+ * -1 spins until done.
+ */
+#define GPU_SPIN_NS	20000L
+
+static long spin_ns(void)
+{
+	static long ns = -2;
+	const char *env;
+
+	if (ns != -2)
+		return ns;
+	env = getenv("DBR_GPU_SPIN_US");
+	if (!env || !*env)
+		env = getenv("DBR_CUDA_SPIN_US");
+	ns = GPU_SPIN_NS;
+	if (env && *env)
+		ns = atol(env) < 0 ? -1 : atol(env) * 1000L;
+	return ns;
+}
+
+static void stream_free(struct gpu_stream *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nr_events; i++)
+		s->rt->event_destroy(s->events[i]);
+	if (s->stream)
+		s->rt->stream_destroy(s->stream);
+	free(s->events);
+	free(s->queued);
+	free(s->dst);
+	free(s->src);
+	free(s->len);
+}
+
+/*
+ * One stream, nr_fences events, room to queue two copies per fence slot
+ * (a bounce read with gpu_sync has two) before an early submit is needed.
+ */
+int gpu_stream_init(struct gpu_buf *b, struct gpu_stream *s,
+		    const struct gpu_runtime *rt, uint64_t dev_base,
+		    unsigned int nr_fences)
+{
+	int ret;
+
+	*s = (struct gpu_stream){ .rt = rt, .dev_base = dev_base };
+	nr_fences = nr_fences ? nr_fences : 1;
+	s->cap = 2 * nr_fences + 2;
+	s->events = calloc(nr_fences, sizeof(*s->events));
+	s->queued = calloc(s->cap, sizeof(*s->queued));
+	s->dst = calloc(s->cap, sizeof(*s->dst));
+	s->src = calloc(s->cap, sizeof(*s->src));
+	s->len = calloc(s->cap, sizeof(*s->len));
+	ret = -ENOMEM;
+	if (!s->events || !s->queued || !s->dst || !s->src || !s->len)
+		goto err;
+	ret = rt->stream_create(b, &s->stream);
+	if (ret < 0) {
+		s->stream = NULL;
+		goto err;
+	}
+	for (; s->nr_events < nr_fences; s->nr_events++) {
+		ret = rt->event_create(b, &s->events[s->nr_events]);
+		if (ret < 0)
+			goto err;
+	}
+	b->stream = s;
+	return 0;
+err:
+	stream_free(s);
+	return ret;
+}
+
+/* Copies still queued on the stream finish before anything is released. */
+void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s)
+{
+	if (s->stream)
+		s->rt->stream_sync(b, s->stream);
+	stream_free(s);
+	b->stream = NULL;
+}
+
+static bool overlaps(const struct gpu_copy *c, size_t off, size_t len)
+{
+	return off < c->off + c->len && c->off < off + len;
+}
+
+/* A queued copy touching the same bytes: the two must not share a batch. */
+static bool conflicts(const struct gpu_stream *s, size_t off, size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nr_queued; i++)
+		if (overlaps(&s->queued[i], off, len))
+			return true;
+	return false;
+}
+
+int gpu_stream_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
+		    size_t len)
+{
+	struct gpu_stream *s = b->stream;
+	int ret;
+
+	if (off > b->size || len > b->size - off)
+		return -EINVAL;
+	if (s->nr_queued == s->cap || conflicts(s, off, len)) {
+		ret = gpu_stream_submit(b);
+		if (ret < 0)
+			return ret;
+	}
+	s->queued[s->nr_queued++] = (struct gpu_copy){ dir, off, len };
+	s->st.copies++;
+	return 0;
+}
+
+static void copy_addrs(const struct gpu_stream *s, const struct gpu_buf *b,
+		       const struct gpu_copy *c, uint64_t *dst, uint64_t *src)
+{
+	uint64_t host = (uint64_t)(uintptr_t)b->host + c->off;
+	uint64_t dev = s->dev_base + c->off;
+
+	*dst = c->dir == GPU_H2D ? dev : host;
+	*src = c->dir == GPU_H2D ? host : dev;
+}
+
+static int submit_one_by_one(struct gpu_buf *b, struct gpu_stream *s,
+			     unsigned int first, unsigned int *sent)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = first; i < s->nr_queued; i++) {
+		const struct gpu_copy *c = &s->queued[i];
+
+		ret = s->rt->copy(b, s->stream, c->dir, s->dst[i], s->src[i],
+				  c->len);
+		if (ret < 0)
+			return ret;
+		s->st.calls++;
+		*sent = i + 1;
+	}
+	return 0;
+}
+
+/* One batch call for what is queued; a runtime without it copies singly. */
+static int submit_batch(struct gpu_buf *b, struct gpu_stream *s,
+			unsigned int *sent)
+{
+	size_t done = 0;
+	int ret;
+
+	if (s->nr_queued > 1 && !s->no_batch) {
+		ret = s->rt->copy_batch(b, s->stream, s->dst, s->src, s->len,
+					s->nr_queued, &done);
+		if (ret == -ENOSYS) {
+			s->no_batch = true;
+		} else {
+			if (!ret)
+				done = s->nr_queued;
+			*sent = done;
+			s->st.calls += !ret;
+			return ret;
+		}
+	}
+	return submit_one_by_one(b, s, 0, sent);
+}
+
+/*
+ * On failure the copies not sent are dropped: the caller fails the I/O they
+ * belonged to, after draining what was sent (gpu_stream_drain).
+ */
+int gpu_stream_submit(struct gpu_buf *b)
+{
+	struct gpu_stream *s = b->stream;
+	unsigned int i, sent = 0;
+	int ret;
+
+	if (!s->nr_queued)
+		return 0;
+	ret = s->rt->enter(b);
+	for (i = 0; !ret && i < s->nr_queued; i++) {
+		copy_addrs(s, b, &s->queued[i], &s->dst[i], &s->src[i]);
+		s->len[i] = s->queued[i].len;
+	}
+	if (!ret)
+		ret = submit_batch(b, s, &sent);
+	s->nr_queued = 0;
+	return ret;
+}
+
+static void *ticket_event(const struct gpu_stream *s, uint64_t ticket)
+{
+	return s->events[(ticket - 1) % s->nr_events];
+}
+
+int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket)
+{
+	struct gpu_stream *s = b->stream;
+	uint64_t t = s->issued + 1;
+	int ret;
+
+	ret = gpu_stream_submit(b);
+	if (ret < 0)
+		return ret;
+	/* an event is reused only once the fence it held has completed */
+	if (t > s->nr_events && s->done < t - s->nr_events) {
+		ret = gpu_stream_wait(b, t - s->nr_events);
+		if (ret < 0)
+			return ret;
+	}
+	ret = s->rt->event_record(b, ticket_event(s, t), s->stream);
+	if (ret < 0)
+		return ret;
+	s->issued = t;
+	s->st.fences++;
+	*ticket = t;
+	return 0;
+}
+
+/* Stream order: a completed fence completes every older one. */
+static void fence_done(struct gpu_stream *s, uint64_t ticket)
+{
+	if (ticket > s->done)
+		s->done = ticket;
+}
+
+int gpu_stream_poll(struct gpu_buf *b, uint64_t ticket)
+{
+	struct gpu_stream *s = b->stream;
+	int ret;
+
+	if (ticket <= s->done)
+		return 1;
+	if (ticket > s->issued)
+		return -EINVAL;
+	ret = s->rt->enter(b);
+	if (!ret)
+		ret = s->rt->event_query(b, ticket_event(s, ticket));
+	if (ret == 1)
+		fence_done(s, ticket);
+	return ret;
+}
+
+static long elapsed_ns(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec;
+}
+
+/* Spin on the fence for up to spin_ns(), then sleep in the runtime. */
+int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
+{
+	struct gpu_stream *s = b->stream;
+	long spin = spin_ns();
+	struct timespec t0;
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((ret = gpu_stream_poll(b, ticket)) == 0) {
+		if (spin >= 0 && elapsed_ns(&t0) >= spin) {
+			s->st.waits++;
+			ret = s->rt->event_sync(b, ticket_event(s, ticket));
+			if (!ret)
+				fence_done(s, ticket);
+			return ret;
+		}
+	}
+	return ret < 0 ? ret : 0;
+}
+
+int gpu_stream_drain(struct gpu_buf *b)
+{
+	struct gpu_stream *s = b->stream;
+	int ret = s->rt->enter(b);
+
+	s->nr_queued = 0;
+	if (!ret)
+		ret = s->rt->stream_sync(b, s->stream);
+	if (!ret)
+		fence_done(s, s->issued);
+	return ret;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The copy stream of a device provider, written once for every GPU runtime:
+ * copies between the host shadow and device memory are queued here, go to
+ * the runtime together (its batch-copy call where it has one, found at run
+ * time, else one call per copy), and a fence records one event after all of
+ * them. A stream finishes in order, so one event covers every copy queued
+ * before it: tickets (fence numbers) complete in order, and knowing the
+ * newest complete ticket answers for all older ones without a call.
+ *
+ * What differs between runtimes is a small table of calls (struct
+ * gpu_runtime) that cuda.c and hip.c fill; their provider ops point at the
+ * gpu_stream_* functions below.
+ */
+#ifndef DBR_GPU_STREAM_H
+#define DBR_GPU_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "provider.h"
+
+/*
+ * One runtime's calls. Each returns 0 or a negative errno and leaves the
+ * runtime's own error name in b->why; event_query returns 1 when the event
+ * completed, 0 when not yet. Addresses are device virtual addresses (unified
+ * with host addresses in both CUDA and HIP).
+ */
+struct gpu_runtime {
+	/* make the buffer's device (context) current on the calling thread */
+	int (*enter)(struct gpu_buf *b);
+	int (*stream_create)(struct gpu_buf *b, void **stream);
+	int (*stream_sync)(struct gpu_buf *b, void *stream);
+	void (*stream_destroy)(void *stream);
+	int (*event_create)(struct gpu_buf *b, void **event);
+	void (*event_destroy)(void *event);
+	int (*event_record)(struct gpu_buf *b, void *event, void *stream);
+	int (*event_query)(struct gpu_buf *b, void *event);
+	int (*event_sync)(struct gpu_buf *b, void *event);
+	int (*copy)(struct gpu_buf *b, void *stream, enum gpu_copy_dir dir,
+		    uint64_t dst, uint64_t src, size_t len);
+	/*
+	 * Copies in any order within the call, in stream order as a whole.
+	 * -ENOSYS when this runtime has no batch call (the stream then copies
+	 * one by one from then on); on another error *done says how many of
+	 * the first copies were queued.
+	 */
+	int (*copy_batch)(struct gpu_buf *b, void *stream, uint64_t *dst,
+			  uint64_t *src, size_t *len, size_t n, size_t *done);
+};
+
+struct gpu_copy {
+	enum gpu_copy_dir dir;
+	size_t off;
+	size_t len;
+};
+
+struct gpu_stream {
+	const struct gpu_runtime *rt;
+	uint64_t dev_base;	/* device address of the allocation */
+	void *stream;
+	void **events;		/* ticket t uses events[(t - 1) % nr_events] */
+	unsigned int nr_events;
+	uint64_t issued;	/* newest ticket handed out */
+	uint64_t done;		/* every ticket <= done has completed */
+	struct gpu_copy *queued;	/* not yet sent to the runtime */
+	unsigned int nr_queued, cap;
+	uint64_t *dst, *src;	/* batch-call scratch, cap entries each */
+	size_t *len;
+	bool no_batch;		/* runtime lacks the batch call */
+	struct gpu_stream_stats st;
+};
+
+int gpu_stream_init(struct gpu_buf *b, struct gpu_stream *s,
+		    const struct gpu_runtime *rt, uint64_t dev_base,
+		    unsigned int nr_fences);
+void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s);
+
+/* provider ops (provider.h), for providers whose b->stream is set */
+int gpu_stream_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
+		    size_t len);
+int gpu_stream_submit(struct gpu_buf *b);
+int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket);
+int gpu_stream_poll(struct gpu_buf *b, uint64_t ticket);
+int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket);
+int gpu_stream_drain(struct gpu_buf *b);
+
+#endif

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The copy pipeline under fio, with the HIP double's slow and failing copies:
+#  - ordering: with slow GPU->host copies, fsyncs reach the kernel after the
+#    writes they cover, in the order fio's own io_uring engine submits them
+#    (tracefs io_uring:io_uring_submit_req, this test's processes only);
+#  - batching: copies of one pass go to the runtime in one
+#    hipMemcpyBatchAsync, and one by one where the runtime lacks it (ROCm 5);
+#  - copy failures: the I/O fails, and no buffer is reused while a copy on
+#    it is still pending (the double checks each copy's source is unchanged
+#    when it runs).
+. "$(dirname "$0")/../lib.sh"
+
+libs=$BUILDDIR/tests/gpu/.libs
+grep -q '^#define DBR_HAVE_HIP 1' "$BUILDDIR/config.h" || skip "built --without-hip"
+[ -f "$libs/libamdhip64.so" ] || die "the HIP double is not built ($libs/libamdhip64.so)"
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export HIPDOUBLE_REPORT=$TMPD/report
+
+f=$(scratch_file)
+# the file's blocks differ from one another, so a torn copy shows
+run_ok layout --name=lay --filename="$f" --size=8m --bs=1m --rw=write \
+	--gpu=host --transfer=bounce --refill_buffers=1
+
+# ---- ordering ----------------------------------------------------------------
+tracefs=/sys/kernel/tracing
+trace_ok() {
+	[ "$(id -u)" -eq 0 ] || return 1
+	[ -d "$tracefs/instances" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null
+	[ -d "$tracefs/events/io_uring/io_uring_submit_req" ]
+}
+
+# submit_order OUT FIO-ARGS...: opcodes of the SQEs this fio run submitted,
+# in order, one per line (a tracefs instance of our own, our pids only)
+submit_order() {
+	local out=$1 inst=$tracefs/instances/dbr-order-$$
+	shift
+	mkdir "$inst" || return 1
+	echo 1 >"$inst/options/event-fork"
+	echo 1 >"$inst/events/io_uring/io_uring_submit_req/enable"
+	(
+		echo "$BASHPID" >"$inst/set_event_pid"
+		"$@"
+	) >"$out.fio" 2>&1
+	local rc=$?
+	echo 0 >"$inst/events/io_uring/io_uring_submit_req/enable"
+	grep -o 'opcode [A-Z_]*' "$inst/trace" | awk '{print $2}' >"$out"
+	rmdir "$inst"
+	return $rc
+}
+
+# queue_order LOG: fio's own record of the order it queued I/O (write_iolog),
+# as the opcodes the kernel should see
+queue_order() {
+	awk '$3 == "write" {print "WRITE_FIXED"} $3 == "sync" {print "FSYNC"}
+	     $3 == "datasync" {print "FSYNC"}' "$1"
+}
+
+# same_order NAME ENGINE-ARGS...: the kernel saw fio's queue order. (Not a
+# check for fio's io_uring engine: it answers FIO_Q_BUSY at times, and fio
+# logs the requeued I/O again.)
+same_order() {
+	local name=$1 out=$TMPD/$1
+	shift
+	submit_order "$out" run_fio "${order_job[@]}" --write_iolog="$out.iolog" "$@" ||
+		{ fail "$name: fio failed: $(tail -3 "$out.fio")"; return; }
+	queue_order "$out.iolog" >"$out.queued"
+	local w s
+	w=$(grep -c WRITE_FIXED "$out")
+	s=$(grep -c FSYNC "$out")
+	if [ "$s" -gt 0 ] && [ "$(grep -c WRITE_FIXED "$out.queued")" -eq "$w" ] &&
+	   cmp -s "$out" "$out.queued"; then
+		pass "$name: $w writes and $s fsyncs reach the kernel in the order fio queued them ($(head -4 "$out" | tr '\n' ' ')...)"
+	else
+		fail "$name: kernel saw $(head -6 "$out" | tr '\n' ' ')... ($w writes, $s fsyncs); fio queued $(head -6 "$out.queued" | tr '\n' ' ')..."
+	fi
+}
+
+order_job=(--name=o --filename="$f" --size=256k --bs=4k --rw=write --iodepth=8
+	--fsync=2 --direct=1 --thread)
+if trace_ok; then
+	HIPDOUBLE_DELAY_US=3000 same_order slow-gpu-copies \
+		--ioengine="external:$ENGINE" --gpu=hip --transfer=bounce
+	HIPDOUBLE_DELAY_US=1000 same_order slow-gpu-copies-fdatasync \
+		--ioengine="external:$ENGINE" --gpu=hip --transfer=bounce \
+		--fsync=0 --fdatasync=3 --rw=randwrite
+else
+	log "SKIP ordering: tracefs io_uring events not available (needs root and tracefs)"
+fi
+
+# ---- batching --------------------------------------------------------------
+# calls_of OUT: "copies calls" from the engine's end-of-job line
+calls_of() {
+	sed -n 's/.* \([0-9]*\) GPU copies in \([0-9]*\) runtime calls.*/\1 \2/p' "$1" | head -1
+}
+batch_job=(--name=b --filename="$f" --size=8m --bs=4k --rw=randread --iodepth=32
+	--direct=1 --thread --gpu=hip --transfer=bounce --number_ios=4096)
+run_ok batched "${batch_job[@]}"
+read -r copies calls <<<"$(calls_of "$TMPD/batched.out")"
+if [ -n "${calls:-}" ] && [ "$copies" -ge 2048 ] && [ "$calls" -lt "$copies" ]; then
+	pass "4k randread qd32: $copies copies in $calls hipMemcpyBatchAsync/copy calls"
+else
+	fail "copies not batched: '$(grep 'GPU copies' "$TMPD/batched.out")'"
+fi
+LD_LIBRARY_PATH=$libs/../rocm5/.libs run_ok unbatched "${batch_job[@]}"
+read -r copies calls <<<"$(calls_of "$TMPD/unbatched.out")"
+if [ -n "${calls:-}" ] && [ "$copies" -ge 2048 ] && [ "$calls" -eq "$copies" ]; then
+	pass "without hipMemcpyBatchAsync (ROCm 5): one call per copy ($copies)"
+else
+	fail "ROCm 5 fallback: '$(grep 'GPU copies' "$TMPD/unbatched.out")'"
+fi
+
+# ---- copy failures ---------------------------------------------------------
+fail_job=(--name=x --filename="$f" --size=8m --bs=64k --rw=randread --iodepth=8
+	--direct=1 --thread --gpu=hip --transfer=bounce --gpu_sync=1 --number_ios=256)
+# (copy 1 seeds device memory; then each read copies H2D, D2H)
+for at in 2 3 7 40; do
+	: >"$HIPDOUBLE_REPORT"
+	out=$TMPD/fail-$at.out
+	HIPDOUBLE_DELAY_US=2000 HIPDOUBLE_FAIL_COPY_AT=$at dbr_fio "${fail_job[@]}" \
+		--continue_on_error=all >"$out" 2>&1
+	if grep -q "changed while the copy was pending" "$out"; then
+		fail "copy $at fails: a buffer came back while a copy on it was pending"
+	elif ! grep -qE "total=[1-9]|Input/output error" "$out"; then
+		fail "copy $at fails: fio saw no error"; tail -5 "$out"
+	elif grep -v "live_allocs=0 live_streams=0 live_events=0 live_host_regs=0" "$HIPDOUBLE_REPORT" | grep -q .; then
+		fail "copy $at fails: left behind: $(cat "$HIPDOUBLE_REPORT")"
+	else
+		pass "copy $at fails: that I/O fails, no buffer reused under a pending copy, nothing left behind"
+	fi
+done
+# without continue_on_error the job stops, naming the failed I/O
+out=$TMPD/fail-stop.out
+if HIPDOUBLE_DELAY_US=500 HIPDOUBLE_FAIL_COPY_AT=9 dbr_fio "${fail_job[@]}" >"$out" 2>&1; then
+	fail "a failed copy went unnoticed (fio exited 0)"
+elif grep -q "io_u error.*Input/output error" "$out" && ! grep -q "changed while" "$out"; then
+	pass "a failed copy stops the job: $(grep -m1 'io_u error' "$out" | cut -c1-110)"
+else
+	fail "failed copy: $(tail -5 "$out")"
+fi
+finish

@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The copy pipeline (engine/pipeline.c) driven the way fio drives it, over a
+ * real io_uring ring and a real file, with a fake GPU provider whose copies
+ * really move bytes between the host shadow and a "device" array, but only
+ * when a fence completes: late (after a number of polls), out of order across
+ * fences, or failing (copy, fence or poll calls, at random).
+ *
+ * Checked on every run:
+ *  - requests reach the ring in the order they were queued (so a sync never
+ *    passes an earlier write), and a write reaches it only after its copy;
+ *  - every I/O comes back exactly once, and never while a copy on its bytes
+ *    is pending;
+ *  - bytes written from "GPU memory" reach the file, and reads land in "GPU
+ *    memory" (a write pass, then a read pass that compares);
+ *  - the counters: copies per I/O, passes, I/O failed by a copy.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "pipeline.h"
+
+#define DEPTH		8
+#define BS		4096
+#define NR_BLOCKS	64
+
+/* ------------------------------------------------------------------------ */
+/* the fake provider                                                        */
+
+enum fake_mode {
+	FAKE_IN_ORDER	= 0,
+	FAKE_LATE	= 1,	/* a fence completes only after some polls */
+	FAKE_REORDER	= 2,	/* fences complete in any order */
+	FAKE_FAIL	= 4,	/* copy, fence and poll calls fail at random */
+	FAKE_STUCK	= 8,	/* fences complete only when waited for */
+};
+
+struct fcopy {
+	enum gpu_copy_dir dir;
+	size_t off, len;
+	uint64_t fence;		/* 0 until fenced */
+	bool submitted, done;
+};
+
+static struct {
+	int mode;
+	unsigned char *dev;
+	struct fcopy *c;
+	unsigned int nr, cap;
+	uint64_t fences;
+	bool fence_done[1 << 16];
+	unsigned long calls, fails, polls;
+	unsigned int seed;
+} fk;
+
+static unsigned int rnd(unsigned int n)
+{
+	return (unsigned int)(rand_r(&fk.seed) % n);
+}
+
+static bool inject_failure(void)
+{
+	if (!(fk.mode & FAKE_FAIL) || rnd(40))
+		return false;
+	fk.fails++;
+	return true;
+}
+
+/* Run every copy a fence covers, in the order they were submitted. */
+static void complete_fence(struct gpu_buf *b, uint64_t t)
+{
+	unsigned int i;
+
+	for (i = 0; i < fk.nr; i++) {
+		struct fcopy *c = &fk.c[i];
+		unsigned char *h = (unsigned char *)b->host + c->off;
+
+		if (c->fence != t || c->done)
+			continue;
+		if (c->dir == GPU_H2D)
+			memcpy(fk.dev + c->off, h, c->len);
+		else
+			memcpy(h, fk.dev + c->off, c->len);
+		c->done = true;
+	}
+	fk.fence_done[t] = true;
+}
+
+static uint64_t oldest_pending_fence(void)
+{
+	uint64_t t;
+
+	for (t = 1; t <= fk.fences; t++)
+		if (!fk.fence_done[t])
+			return t;
+	return 0;
+}
+
+/* Some progress on the "GPU": the oldest fence, or any in reorder mode. */
+static void make_progress(struct gpu_buf *b)
+{
+	uint64_t t = oldest_pending_fence();
+
+	if (!t)
+		return;
+	if (fk.mode & FAKE_REORDER)
+		t += rnd((unsigned int)(fk.fences - t + 1));
+	if (!fk.fence_done[t])
+		complete_fence(b, t);
+}
+
+static bool pending_on(size_t off, size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < fk.nr; i++) {
+		const struct fcopy *c = &fk.c[i];
+
+		if (!c->done && off < c->off + c->len && c->off < off + len)
+			return true;
+	}
+	return false;
+}
+
+static int fake_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
+		     size_t len)
+{
+	if (off + len > b->size)
+		return -EINVAL;
+	if (inject_failure())
+		return -EIO;
+	if (fk.nr == fk.cap) {
+		fk.cap = fk.cap ? 2 * fk.cap : 1024;
+		fk.c = realloc(fk.c, fk.cap * sizeof(*fk.c));
+	}
+	fk.c[fk.nr++] = (struct fcopy){ .dir = dir, .off = off, .len = len };
+	return 0;
+}
+
+static int fake_submit(struct gpu_buf *b)
+{
+	unsigned int i;
+
+	(void)b;
+	fk.calls++;
+	for (i = 0; i < fk.nr; i++)
+		fk.c[i].submitted = true;
+	return 0;
+}
+
+static int fake_fence(struct gpu_buf *b, uint64_t *ticket)
+{
+	unsigned int i;
+
+	fake_submit(b);
+	if (inject_failure())
+		return -EIO;
+	fk.fences++;
+	for (i = 0; i < fk.nr; i++)
+		if (!fk.c[i].fence && !fk.c[i].done)
+			fk.c[i].fence = fk.fences;
+	*ticket = fk.fences;
+	if (!(fk.mode & (FAKE_LATE | FAKE_REORDER | FAKE_STUCK)))
+		complete_fence(b, fk.fences);
+	return 0;
+}
+
+static int fake_poll(struct gpu_buf *b, uint64_t t)
+{
+	fk.polls++;
+	if (!t || t > fk.fences)
+		return -EINVAL;
+	if (inject_failure())
+		return -EIO;
+	if (!fk.fence_done[t] && !(fk.mode & FAKE_STUCK) && rnd(3) == 0)
+		make_progress(b);
+	return fk.fence_done[t];
+}
+
+static int fake_wait(struct gpu_buf *b, uint64_t t)
+{
+	if (!t || t > fk.fences)
+		return -EINVAL;
+	if (inject_failure())
+		return -EIO;
+	while (!fk.fence_done[t])
+		make_progress(b);
+	return 0;
+}
+
+/* Sent copies run to the end; copies never sent are dropped. */
+static int fake_drain(struct gpu_buf *b)
+{
+	unsigned int i;
+	uint64_t t;
+
+	for (i = 0; i < fk.nr; i++)
+		if (!fk.c[i].submitted)
+			fk.c[i].done = true;
+	for (i = 0; i < fk.nr; i++)
+		if (!fk.c[i].done && !fk.c[i].fence)
+			fk.c[i].fence = fk.fences + 1;	/* runs all the same */
+	for (t = 1; t <= fk.fences + 1; t++)
+		if (!fk.fence_done[t])
+			complete_fence(b, t);
+	fk.fence_done[fk.fences + 1] = false;
+	return 0;
+}
+
+static const struct gpu_provider fake_provider = {
+	.name	= "fake",
+	.copy	= fake_copy,
+	.submit	= fake_submit,
+	.fence	= fake_fence,
+	.poll	= fake_poll,
+	.wait	= fake_wait,
+	.drain	= fake_drain,
+};
+
+/* ------------------------------------------------------------------------ */
+/* a job: the ring, the file, the I/O slots, and what the checks saw         */
+
+struct job {
+	struct dbr_ring ring;
+	struct gpu_buf buf;
+	struct dbr_pipe pipe;
+	struct dbr_pio io[DEPTH];
+	bool busy[DEPTH];
+	unsigned long qseq[DEPTH];	/* queue order of the I/O in a slot */
+	unsigned long next_seq, last_ring_seq;
+	int fd;
+	bool check_reads;		/* compare reads in "GPU memory" */
+	/* what the checks found */
+	unsigned long out_of_order, early_write, came_back, twice,
+		      with_copy_pending, errors, queue_errors, sync_ops,
+		      bad_bytes;
+};
+
+static void on_ring_queue(void *arg, const struct dbr_req *req)
+{
+	struct job *j = arg;
+	const struct dbr_pio *io = req->owner;
+	unsigned int slot = (unsigned int)(io - j->io);
+
+	if (j->qseq[slot] < j->last_ring_seq)
+		j->out_of_order++;
+	j->last_ring_seq = j->qseq[slot];
+	/* a write's bytes must have left "GPU memory" before the ring sees it */
+	if (req->op == DBR_OP_WRITE && pending_on(io->off, req->len))
+		j->early_write++;
+}
+
+static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
+{
+	struct dbr_ring_params rp = {
+		.entries = DEPTH, .sqpoll_cpu = -1, .single_issuer = true,
+	};
+	char path[] = "/tmp/dbr-pipeline.XXXXXX";
+	int ret;
+
+	memset(j, 0, sizeof(*j));
+	memset(&fk, 0, sizeof(fk));
+	fk.mode = mode;
+	fk.seed = seed;
+	j->fd = mkstemp(path);
+	unlink(path);
+	CHECK(j->fd >= 0 && ftruncate(j->fd, NR_BLOCKS * BS) == 0,
+	      "scratch file");
+	ret = dbr_ring_init(&j->ring, &rp);
+	if (!ret)
+		ret = dbr_ring_register_buf_table(&j->ring, 1);
+	j->buf = (struct gpu_buf){ .prov = &fake_provider, .size = DEPTH * BS,
+				   .dmabuf_fd = -1 };
+	j->buf.host = aligned_alloc(BS, DEPTH * BS);
+	fk.dev = calloc(1, DEPTH * BS);
+	if (!ret)
+		ret = dbr_ring_install_host(&j->ring, 0, j->buf.host,
+					    j->buf.size);
+	if (!ret)
+		ret = dbr_pipe_init(&j->pipe, &j->ring, &j->buf, DEPTH, false,
+				    sync);
+	CHECK(ret == 0, "ring, host slot and pipeline set up (%d)", ret);
+	if (ret)
+		exit(check_done("test_pipeline"));
+	j->ring.on_queue = on_ring_queue;
+	j->ring.on_queue_arg = j;
+}
+
+static void job_exit(struct job *j)
+{
+	dbr_pipe_exit(&j->pipe);
+	dbr_ring_exit(&j->ring);
+	close(j->fd);
+	free(j->buf.host);
+	free(fk.dev);
+	free(fk.c);
+}
+
+static int free_slot(struct job *j)
+{
+	int i;
+
+	for (i = 0; i < DEPTH; i++)
+		if (!j->busy[i])
+			return i;
+	return -1;
+}
+
+static unsigned char pattern(unsigned int block, size_t i)
+{
+	return (unsigned char)(block * 131 + i * 7 + 1);
+}
+
+static void check_read(struct job *j, const struct dbr_pio *io)
+{
+	unsigned int block = (unsigned int)(io->req.off / BS);
+	size_t i;
+
+	for (i = 0; i < BS; i++)
+		j->bad_bytes += fk.dev[io->off + i] != pattern(block, i);
+}
+
+static void collect(struct job *j, unsigned int min)
+{
+	struct dbr_pio *done[DEPTH];
+	int n, i;
+
+	n = dbr_pipe_getevents(&j->pipe, done, min, DEPTH);
+	if (n < 0) {
+		j->errors++;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned int slot = (unsigned int)(done[i] - j->io);
+
+		if (!j->busy[slot])
+			j->twice++;
+		j->busy[slot] = false;
+		j->came_back++;
+		if (pending_on(done[i]->off, BS))
+			j->with_copy_pending++;
+		if (done[i]->error)
+			j->errors++;
+		else if (j->check_reads && done[i]->req.op == DBR_OP_READ)
+			check_read(j, done[i]);
+	}
+}
+
+/* Queue one I/O the way fio does, reaping first when every slot is busy. */
+static struct dbr_pio *queue_op(struct job *j, enum dbr_op op,
+				unsigned int block)
+{
+	struct dbr_pio *io;
+	int slot, ret;
+
+	while ((slot = free_slot(j)) < 0)
+		collect(j, 1);
+	io = &j->io[slot];
+	*io = (struct dbr_pio){
+		.req = { .op = op, .fd = j->fd, .len = BS,
+			 .off = (uint64_t)block * BS,
+			 .addr = (uintptr_t)j->buf.host + (size_t)slot * BS },
+		.off = (size_t)slot * BS,
+	};
+	j->qseq[slot] = ++j->next_seq;
+	j->busy[slot] = true;
+	j->sync_ops += op == DBR_OP_FSYNC || op == DBR_OP_FDATASYNC;
+	ret = dbr_pipe_queue(&j->pipe, io);
+	if (ret < 0) {
+		j->busy[slot] = false;
+		j->queue_errors++;
+		return NULL;
+	}
+	/* fio commits after each queue at iodepth_batch=1, and in bursts */
+	if (rnd(3))
+		dbr_pipe_commit(&j->pipe);
+	if (rnd(2))
+		dbr_pipe_submit(&j->pipe);
+	return io;
+}
+
+static void drain_job(struct job *j)
+{
+	dbr_pipe_commit(&j->pipe);
+	while (free_slot(j) < 0 || !dbr_pipe_idle(&j->pipe)) {
+		unsigned int busy = 0, i;
+
+		for (i = 0; i < DEPTH; i++)
+			busy += j->busy[i];
+		if (!busy)
+			break;
+		collect(j, busy);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* runs                                                                     */
+
+/*
+ * Write every block from "GPU memory" with an fsync after every third
+ * write, then read every block back into "GPU memory" and compare there.
+ */
+static void run_data(const char *name, int mode, bool sync, unsigned int seed)
+{
+	unsigned long copies;
+	unsigned int b, order[NR_BLOCKS], i;
+	struct job j;
+
+	job_init(&j, mode, sync, seed);
+	for (b = 0; b < NR_BLOCKS; b++) {
+		int slot;
+
+		while ((slot = free_slot(&j)) < 0)
+			collect(&j, 1);
+		for (i = 0; i < BS; i++)
+			fk.dev[(size_t)slot * BS + i] = pattern(b, i);
+		/* fio's view, for gpu_sync: the same bytes */
+		memcpy((char *)j.buf.host + (size_t)slot * BS,
+		       fk.dev + (size_t)slot * BS, BS);
+		queue_op(&j, DBR_OP_WRITE, b);
+		if (b % 3 == 2)
+			queue_op(&j, DBR_OP_FSYNC, 0);
+	}
+	drain_job(&j);
+	for (b = 0; b < NR_BLOCKS; b++)
+		order[b] = b;
+	for (b = NR_BLOCKS - 1; b > 0; b--) {
+		unsigned int k = rnd(b + 1), t = order[b];
+
+		order[b] = order[k];
+		order[k] = t;
+	}
+	j.check_reads = true;
+	for (b = 0; b < NR_BLOCKS; b++)
+		queue_op(&j, DBR_OP_READ, order[b]);
+	drain_job(&j);
+	copies = (unsigned long)fk.nr;
+	CHECK(!j.out_of_order && !j.early_write,
+	      "%s: ring order is queue order, %lu syncs after their writes, no write before its copy",
+	      name, j.sync_ops);
+	CHECK(j.came_back == 2 * NR_BLOCKS + j.sync_ops && !j.twice &&
+	      !j.with_copy_pending,
+	      "%s: %lu I/O back exactly once (%lu twice), none with a copy pending (%lu)",
+	      name, j.came_back, j.twice, j.with_copy_pending);
+	CHECK(!j.bad_bytes && !j.errors && !j.queue_errors,
+	      "%s: data through \"GPU memory\" both ways: %lu bad bytes, %lu errors",
+	      name, j.bad_bytes, j.errors + j.queue_errors);
+	CHECK(copies == (sync ? 4u : 2u) * NR_BLOCKS &&
+	      j.pipe.st.copy_passes <= fk.fences && !j.pipe.st.copy_errors,
+	      "%s: %lu copies (%s per I/O), %lu passes, %lu fences, %lu submits",
+	      name, copies, sync ? "2" : "1", j.pipe.st.copy_passes,
+	      (unsigned long)fk.fences, fk.calls);
+	job_exit(&j);
+}
+
+/* Random writes, reads and syncs with copies that fail now and then. */
+static void run_failures(const char *name, int mode, unsigned int seed)
+{
+	unsigned long ops = 0;
+	struct job j;
+
+	job_init(&j, mode | FAKE_FAIL, false, seed);
+	for (ops = 0; ops < 3000; ops++) {
+		unsigned int r = rnd(10);
+
+		queue_op(&j, r < 4 ? DBR_OP_WRITE : r < 8 ? DBR_OP_READ :
+			 r == 8 ? DBR_OP_FSYNC : DBR_OP_FDATASYNC,
+			 rnd(NR_BLOCKS));
+	}
+	drain_job(&j);
+	CHECK(!j.out_of_order && !j.early_write,
+	      "%s: ring order is queue order under failures", name);
+	CHECK(j.came_back + j.queue_errors == ops && !j.twice &&
+	      !j.with_copy_pending,
+	      "%s: all back exactly once (%lu back, %lu twice), none with a copy pending (%lu)",
+	      name, j.came_back, j.twice, j.with_copy_pending);
+	CHECK(fk.fails > 0 && j.pipe.st.copy_errors > 0 && j.errors > 0,
+	      "%s: %lu injected failures failed %lu I/O (%lu errors seen)",
+	      name, fk.fails, j.pipe.st.copy_errors, j.errors);
+	job_exit(&j);
+}
+
+/* An fsync queued while writes wait for slow copies must wait too. */
+static void run_sync_behind_slow_writes(void)
+{
+	struct job j;
+	int i;
+
+	job_init(&j, FAKE_STUCK, false, 7);
+	for (i = 0; i < DEPTH / 2; i++) {
+		queue_op(&j, DBR_OP_WRITE, (unsigned int)i);
+		queue_op(&j, DBR_OP_FSYNC, 0);
+	}
+	dbr_pipe_commit(&j.pipe);
+	CHECK(j.ring.inflight == 0 && j.pipe.st.held_back == DEPTH - 1,
+	      "a write's copy pending holds back all %d after it: %u on the ring, %lu held",
+	      DEPTH - 1, j.ring.inflight, j.pipe.st.held_back);
+	drain_job(&j);
+	CHECK(!j.out_of_order && j.came_back == DEPTH && !j.errors,
+	      "then all %lu reach the ring in queue order and come back", j.came_back);
+	job_exit(&j);
+}
+
+int main(void)
+{
+	int before = count_fds();
+
+	run_sync_behind_slow_writes();
+	run_data("in order", FAKE_IN_ORDER, false, 1);
+	run_data("late", FAKE_LATE, false, 2);
+	run_data("reordered", FAKE_REORDER, false, 3);
+	run_data("late+reordered gpu_sync", FAKE_LATE | FAKE_REORDER, true, 4);
+	run_failures("failing", FAKE_IN_ORDER, 5);
+	run_failures("failing+reordered", FAKE_REORDER | FAKE_LATE, 6);
+	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",
+	      before, count_fds());
+	return check_done("test_pipeline");
+}

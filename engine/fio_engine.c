@@ -870,10 +870,10 @@ static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		cs = gpu_buf_stats(&dd->buf);
 	if (!dd->ring.ready || (!dd->ring.reissues && !cs->copies))
 		return;
-	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls, %lu fences (%lu slept), %lu I/O held for order, %lu failed by a copy",
+	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls, %lu fences (%lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
 		 td->o.name, td->subjob_number, dd->ring.reissues,
 		 dd->ring.reissues == 1 ? "" : "s", cs->copies, cs->calls,
-		 cs->fences, cs->waits,
+		 cs->fences, cs->queries, cs->waits,
 		 dd->pipe_ready ? dd->pipe.st.held_back : 0,
 		 dd->pipe_ready ? dd->pipe.st.copy_errors : 0);
 }

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "pipeline.h"
 
@@ -114,16 +115,33 @@ static void drain(struct dbr_pipe *p)
 	p->buf->prov->drain(p->buf);
 }
 
+/* Fence what the pass queued so far: I/O first..end-1 gets the ticket. */
+static int fence_upto(struct dbr_pipe *p, unsigned int *first,
+		      unsigned int end)
+{
+	uint64_t ticket;
+	int ret;
+
+	ret = p->buf->prov->fence(p->buf, &ticket);
+	if (ret < 0)
+		return ret;
+	for (; *first < end; (*first)++)
+		p->pass[*first]->ticket = ticket;
+	return 0;
+}
+
 /*
  * Queue the copies of the I/O in p->pass, round by round (an I/O's second
  * copy touches the bytes of its first, so it must go in a later batch), and
- * fence them all. On failure every I/O of the pass fails, after the drain.
+ * fence them: once per DBR_FENCE_BYTES of the last round, so that a large
+ * I/O comes back as soon as its own copy is done while small ones share a
+ * fence. On failure the I/O not yet fenced fail, after the drain.
  */
 static void run_pass(struct dbr_pipe *p)
 {
 	const struct gpu_provider *prov = p->buf->prov;
-	unsigned int i, round, rounds = 1;
-	uint64_t ticket = 0;
+	unsigned int i, round, rounds = 1, first = 0;
+	size_t bytes = 0;
 	int ret = 0;
 
 	for (i = 0; i < p->nr_pass; i++)
@@ -138,17 +156,21 @@ static void run_pass(struct dbr_pipe *p)
 			if (round < io->nr_copies)
 				ret = prov->copy(p->buf, io->copy[round],
 						 io->off, io->req.len);
+			if (ret || round + 1 < rounds)
+				continue;
+			bytes += io->req.len;
+			if (bytes >= DBR_FENCE_BYTES && i + 1 < p->nr_pass) {
+				ret = fence_upto(p, &first, i + 1);
+				bytes = 0;
+			}
 		}
 	}
 	if (!ret)
-		ret = prov->fence(p->buf, &ticket);
+		ret = fence_upto(p, &first, p->nr_pass);
 	if (ret < 0)
 		drain(p);
-	for (i = 0; i < p->nr_pass; i++) {
-		p->pass[i]->ticket = ticket;
-		if (ret < 0)
-			fail_copy(p, p->pass[i], ret);
-	}
+	for (i = first; i < p->nr_pass; i++)
+		fail_copy(p, p->pass[i], ret);
 	p->st.copy_passes += !ret;
 	p->nr_pass = 0;
 }
@@ -316,6 +338,38 @@ static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
 	return n;
 }
 
+static long elapsed_ns(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec;
+}
+
+/*
+ * While a copy runs and the ring has I/O out, spin a while on both: the copy
+ * may finish, or the ring may finish I/O whose copies should start now
+ * rather than after this one. 1 when either happened.
+ */
+static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
+{
+	long spin = gpu_spin_ns();
+	struct timespec t0;
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (p->ring->inflight) {
+		ret = p->buf->prov->poll(p->buf, io->ticket);
+		if (ret)
+			return ret;
+		if (dbr_ring_ready(p->ring))
+			return 1;
+		if (spin >= 0 && elapsed_ns(&t0) >= spin)
+			break;
+	}
+	return 0;
+}
+
 /*
  * Block for progress: on the oldest copy when one runs (its stream finishes
  * in order; the ring is kicked first so it works meanwhile), else on the
@@ -331,7 +385,11 @@ static int wait_progress(struct dbr_pipe *p)
 	ret = dbr_ring_submit(p->ring, 0);
 	if (ret < 0)
 		return ret;
-	ret = p->buf->prov->wait(p->buf, io->ticket);
+	ret = spin_both(p, io);
+	if (!ret)
+		ret = p->buf->prov->wait(p->buf, io->ticket);
+	else if (ret > 0)
+		ret = 0;
 	if (ret < 0) {
 		drain(p);
 		fail_copy(p, io, ret);

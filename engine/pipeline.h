@@ -20,7 +20,7 @@
  * Copies go to the provider in passes: the copies of every I/O queued since
  * the last commit, or reaped in one go from the ring, are queued together,
  * in rounds (an I/O's second copy touches the bytes of its first, so it goes
- * in the next batch), and one fence covers the whole pass.
+ * in the next batch), and one fence covers up to DBR_FENCE_BYTES of them.
  */
 #ifndef DBR_PIPELINE_H
 #define DBR_PIPELINE_H
@@ -31,6 +31,9 @@
 
 #include "provider.h"
 #include "ring.h"
+
+/* copies of one pass share a fence until they move this many bytes */
+#define DBR_FENCE_BYTES		(256u << 10)
 
 enum dbr_stage {
 	DBR_IDLE,

@@ -361,6 +361,16 @@ static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 	return n;
 }
 
+unsigned int dbr_ring_ready(struct dbr_ring *r)
+{
+	if (r->stash)
+		return 1;
+	if ((r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && r->inflight &&
+	    !io_uring_cq_ready(&r->ring))
+		io_uring_get_events(&r->ring);
+	return io_uring_cq_ready(&r->ring);
+}
+
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max)
 {
 	unsigned int n = pop_stash(r, done, max);

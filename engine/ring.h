@@ -88,6 +88,8 @@ int dbr_ring_wait(struct dbr_ring *r, unsigned int nr);
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
 int dbr_ring_quiesce(struct dbr_ring *r);
+/* Completions waiting to be reaped, asking the kernel for them first. */
+unsigned int dbr_ring_ready(struct dbr_ring *r);
 
 /* human-readable names of the setup flags the kernel accepted */
 void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len);

@@ -58,6 +58,7 @@ struct cu_api {
 	__typeof__(cuMemGetHandleForAddressRange) *MemGetHandleForAddressRange;
 	__typeof__(cuMemHostRegister) *MemHostRegister;
 	__typeof__(cuMemHostUnregister) *MemHostUnregister;
+	__typeof__(cuMemHostGetDevicePointer) *MemHostGetDevicePointer;
 	__typeof__(cuStreamCreate) *StreamCreate;
 	__typeof__(cuStreamSynchronize) *StreamSynchronize;
 	__typeof__(cuStreamDestroy) *StreamDestroy;
@@ -75,6 +76,9 @@ struct cu_api {
 	CUresult (*MemcpyBatchAsync_v2)(CUdeviceptr *, CUdeviceptr *, size_t *,
 					size_t, void *, size_t *, size_t,
 					CUstream);
+	/* optional: stream memory operations (CUDA 12 names it _v2) */
+	CUresult (*StreamWriteValue64)(CUstream, CUdeviceptr, cuuint64_t,
+				       unsigned int);
 };
 
 #define CU_ENTRY(field, fn) { offsetof(struct cu_api, field), CU_SYM(fn) }
@@ -98,6 +102,7 @@ static const struct {
 	CU_ENTRY(MemGetHandleForAddressRange, cuMemGetHandleForAddressRange),
 	CU_ENTRY(MemHostRegister, cuMemHostRegister),
 	CU_ENTRY(MemHostUnregister, cuMemHostUnregister),
+	CU_ENTRY(MemHostGetDevicePointer, cuMemHostGetDevicePointer),
 	CU_ENTRY(StreamCreate, cuStreamCreate),
 	CU_ENTRY(StreamSynchronize, cuStreamSynchronize),
 	CU_ENTRY(StreamDestroy, cuStreamDestroy),
@@ -123,8 +128,11 @@ struct cu_memcpy_attr {
 	unsigned int flags;
 };
 
-static void cu_load_batch(void *lib)
+static void cu_load_optional(void *lib)
 {
+	*(void **)&cu.StreamWriteValue64 = dlsym(lib, "cuStreamWriteValue64_v2");
+	if (!cu.StreamWriteValue64)
+		*(void **)&cu.StreamWriteValue64 = dlsym(lib, "cuStreamWriteValue64");
 	*(void **)&cu.MemcpyBatchAsync_v2 = dlsym(lib, "cuMemcpyBatchAsync_v2");
 	if (!cu.MemcpyBatchAsync_v2)
 		*(void **)&cu.MemcpyBatchAsync_v1 = dlsym(lib, "cuMemcpyBatchAsync");
@@ -156,7 +164,7 @@ static void cu_load(void)
 		}
 		memcpy((char *)&cu + cu_syms[i].off, &fn, sizeof(fn));
 	}
-	cu_load_batch(lib);
+	cu_load_optional(lib);
 }
 
 static int cu_api_get(char *why, size_t len)
@@ -494,6 +502,41 @@ static int rt_copy_batch(struct gpu_buf *b, void *stream, uint64_t *dst,
 	return cu_fail(b, r, "cuMemcpyBatchAsync");
 }
 
+static int rt_map_host(struct gpu_buf *b, void *host, size_t len,
+		       uint64_t *dev_addr)
+{
+	CUdeviceptr d = 0;
+	CUresult r;
+
+	r = cu.MemHostRegister(host, len, CU_MEMHOSTREGISTER_DEVICEMAP);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(b, r, "cuMemHostRegister(DEVICEMAP)");
+	r = cu.MemHostGetDevicePointer(&d, host, 0);
+	if (r != CUDA_SUCCESS) {
+		cu.MemHostUnregister(host);
+		return cu_fail(b, r, "cuMemHostGetDevicePointer");
+	}
+	*dev_addr = d;
+	return 0;
+}
+
+static void rt_unmap_host(void *host)
+{
+	cu.MemHostUnregister(host);
+}
+
+static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
+			  uint64_t value)
+{
+	CUresult r;
+
+	if (!cu.StreamWriteValue64)
+		return -ENOSYS;
+	r = cu.StreamWriteValue64(stream, dev_addr, value,
+				  CU_STREAM_WRITE_VALUE_DEFAULT);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuStreamWriteValue64");
+}
+
 static const struct gpu_runtime cuda_runtime = {
 	.enter		= rt_enter,
 	.stream_create	= rt_stream_create,
@@ -506,6 +549,9 @@ static const struct gpu_runtime cuda_runtime = {
 	.event_sync	= rt_event_sync,
 	.copy		= rt_copy,
 	.copy_batch	= rt_copy_batch,
+	.map_host	= rt_map_host,
+	.unmap_host	= rt_unmap_host,
+	.write_value	= rt_write_value,
 };
 
 static int cuda_alloc(struct gpu_buf *b, unsigned int nr_fences)

@@ -54,6 +54,7 @@ enum {
 #define hipStreamNonBlocking		0x01
 #define hipEventDisableTiming		0x02
 #define hipHostRegisterDefault		0x00
+#define hipHostRegisterMapped		0x02
 #define hipMemRangeHandleTypeDmaBufFd	0x01
 
 typedef int hsa_status_t;
@@ -79,6 +80,10 @@ struct hip_api {
 				      hipStream_t);
 	hipError_t (*MemcpyDtoHAsync)(void *, hipDeviceptr_t, size_t,
 				      hipStream_t);
+	/* optional: stream memory operations */
+	hipError_t (*HostGetDevicePointer)(void **, void *, unsigned int);
+	hipError_t (*StreamWriteValue64)(hipStream_t, void *, uint64_t,
+					 unsigned int);
 	/* optional: ROCm >= 7 */
 	hipError_t (*MemcpyBatchAsync)(void **, void **, size_t *, size_t,
 				       void *, size_t *, size_t, size_t *,
@@ -185,6 +190,8 @@ static void hip_load(void)
 	*(void **)&hip.MemGetHandleForAddressRange =
 		dlsym(lib, "hipMemGetHandleForAddressRange");
 	*(void **)&hip.MemcpyBatchAsync = dlsym(lib, "hipMemcpyBatchAsync");
+	*(void **)&hip.HostGetDevicePointer = dlsym(lib, "hipHostGetDevicePointer");
+	*(void **)&hip.StreamWriteValue64 = dlsym(lib, "hipStreamWriteValue64");
 	if (!hip.MemGetHandleForAddressRange)
 		hip_load_hsa();
 }
@@ -419,6 +426,40 @@ static int rt_copy_batch(struct gpu_buf *b, void *stream, uint64_t *dst,
 	return hip_fail(b, e, "hipMemcpyBatchAsync");
 }
 
+static int rt_map_host(struct gpu_buf *b, void *host, size_t len,
+		       uint64_t *dev_addr)
+{
+	void *d = NULL;
+	hipError_t e;
+
+	if (!hip.HostGetDevicePointer || !hip.StreamWriteValue64)
+		return -ENOSYS;
+	e = hip.HostRegister(host, len, hipHostRegisterMapped);
+	if (e != hipSuccess)
+		return hip_fail(b, e, "hipHostRegister(Mapped)");
+	e = hip.HostGetDevicePointer(&d, host, 0);
+	if (e != hipSuccess) {
+		hip.HostUnregister(host);
+		return hip_fail(b, e, "hipHostGetDevicePointer");
+	}
+	*dev_addr = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+static void rt_unmap_host(void *host)
+{
+	hip.HostUnregister(host);
+}
+
+static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
+			  uint64_t value)
+{
+	hipError_t e;
+
+	e = hip.StreamWriteValue64(stream, (void *)(uintptr_t)dev_addr, value, 0);
+	return e == hipSuccess ? 0 : hip_fail(b, e, "hipStreamWriteValue64");
+}
+
 static const struct gpu_runtime hip_runtime = {
 	.enter		= hip_enter,
 	.stream_create	= rt_stream_create,
@@ -431,6 +472,9 @@ static const struct gpu_runtime hip_runtime = {
 	.event_sync	= rt_event_sync,
 	.copy		= rt_copy,
 	.copy_batch	= rt_copy_batch,
+	.map_host	= rt_map_host,
+	.unmap_host	= rt_unmap_host,
+	.write_value	= rt_write_value,
 };
 
 static int hip_alloc(struct gpu_buf *b, unsigned int nr_fences)

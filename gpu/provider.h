@@ -35,7 +35,8 @@ struct gpu_stream;
 struct gpu_stream_stats {
 	unsigned long copies;		/* single copies queued */
 	unsigned long calls;		/* runtime copy calls (batch or single) */
-	unsigned long fences;		/* events recorded */
+	unsigned long fences;		/* fences recorded */
+	unsigned long queries;		/* event queries (no host flag) */
 	unsigned long waits;		/* blocking waits for a fence */
 };
 
@@ -102,6 +103,9 @@ void gpu_shadow_unmap(struct gpu_buf *b);
 
 /* The copy stream's counters (b->stream set: a device provider). */
 const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
+
+/* Nanoseconds a wait for copies spins before it sleeps; < 0: no sleep. */
+long gpu_spin_ns(void);
 
 /* Round a buffer size up to what every provider can allocate and export. */
 size_t gpu_buf_round(size_t size);

@@ -8,6 +8,12 @@
  * before it: tickets (fence numbers) complete in order, and knowing the
  * newest complete ticket answers for all older ones without a call.
  *
+ * Where the runtime has stream memory operations, a fence also has the
+ * stream write its ticket into a page-locked host word, and "done yet?" is a
+ * memory read: the runtime's calls take a process-wide lock, and threads that
+ * poll events through it slow every other thread's copies down. The event
+ * stays, for the blocking wait once spinning has gone on long enough.
+ *
  * What differs between runtimes is a small table of calls (struct
  * gpu_runtime) that cuda.c and hip.c fill; their provider ops point at the
  * gpu_stream_* functions below.
@@ -48,6 +54,16 @@ struct gpu_runtime {
 	 */
 	int (*copy_batch)(struct gpu_buf *b, void *stream, uint64_t *dst,
 			  uint64_t *src, size_t *len, size_t n, size_t *done);
+	/*
+	 * Optional (NULL, or -ENOSYS at run time): page-lock host memory the
+	 * device can write, and have the stream write a 64-bit value there
+	 * once everything queued before has finished.
+	 */
+	int (*map_host)(struct gpu_buf *b, void *host, size_t len,
+			uint64_t *dev_addr);
+	void (*unmap_host)(void *host);
+	int (*write_value)(struct gpu_buf *b, void *stream, uint64_t dev_addr,
+			   uint64_t value);
 };
 
 struct gpu_copy {
@@ -69,6 +85,8 @@ struct gpu_stream {
 	uint64_t *dst, *src;	/* batch-call scratch, cap entries each */
 	size_t *len;
 	bool no_batch;		/* runtime lacks the batch call */
+	uint64_t *flag;		/* newest ticket done, written by the stream */
+	uint64_t flag_dev;	/* its device address; 0: not mapped */
 	struct gpu_stream_stats st;
 };
 

@@ -9,6 +9,10 @@
  * multi-GPU check samples.
  *
  *   cuda_bw [DEV ...]      (default: every device)
+ *   cuda_bw --load SECONDS [DEV]
+ *                          keep DEV's copy engine reading pinned host memory
+ *                          flat out for SECONDS: the host-memory load that a
+ *                          bounce path shares, to measure fio beside it
  *   cc -O2 -I$CUDA/include cuda_bw.c -L$CUDA/lib64/stubs -lcuda -o cuda_bw
  */
 #define _GNU_SOURCE
@@ -98,11 +102,48 @@ static void one_device(int ordinal)
 	CK(cuDevicePrimaryCtxRelease(dev));
 }
 
+/* H2D copies of 256 MiB back to back until 'secs' have passed. */
+static void load(double secs, int ordinal)
+{
+	double t0, t;
+	CUdeviceptr d;
+	CUcontext ctx;
+	CUstream s;
+	CUdevice dev;
+	long n = 0;
+	void *h;
+	int i;
+
+	CK(cuDeviceGet(&dev, ordinal));
+	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(cuCtxSetCurrent(ctx));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	h = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h == MAP_FAILED)
+		exit(1);
+	memset(h, 1, SIZE);
+	CK(cuMemHostRegister(h, SIZE, 0));
+	t0 = now();
+	do {
+		for (i = 0; i < 8; i++, n++)
+			CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+		CK(cuStreamSynchronize(s));
+		t = now();
+	} while (t - t0 < secs);
+	printf("cuda_bw: load on device %d: pinned H2D %.1f GB/s for %.1f s\n",
+	       ordinal, (double)SIZE * n / (t - t0) / 1e9, t - t0);
+}
+
 int main(int argc, char **argv)
 {
 	int n, i;
 
 	CK(cuInit(0));
+	if (argc > 2 && !strcmp(argv[1], "--load")) {
+		load(atof(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
+		return 0;
+	}
 	CK(cuDeviceGetCount(&n));
 	if (argc > 1) {
 		for (i = 1; i < argc; i++)

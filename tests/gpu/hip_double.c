@@ -15,7 +15,7 @@
  * Environment:
  *   HIPDOUBLE_DEVICES=N     devices to pretend (default 1; 0: hipErrorNoDevice)
  *   HIPDOUBLE_FAIL=a,b,...  fail these calls: init malloc hostregister stream
- *                           event export copy
+ *                           event export copy writevalue
  *   HIPDOUBLE_EXPORT=none   refuse export even where udmabuf exists
  *   HIPDOUBLE_FAIL_COPY_AT=N  the Nth copy (single or in a batch) fails
  *   HIPDOUBLE_DELAY_US=N    each copy takes at least N microseconds
@@ -26,10 +26,11 @@
  *                           was not hipHostRegister'ed, allocations per device)
  *
  * hipMemcpyBatchAsync is there as ROCm 7 has it (copies of one call run in
- * the order given here; the real one promises no order within a call).
+ * the order given here; the real one promises no order within a call), and
+ * so are hipStreamWriteValue64 and hipHostGetDevicePointer.
  *
- * Built with -DHIPDOUBLE_ROCM5 it lacks hipMemGetHandleForAddressRange and
- * hipMemcpyBatchAsync, like ROCm 5; hsa_double.c then provides ROCr's
+ * Built with -DHIPDOUBLE_ROCM5 it lacks hipMemGetHandleForAddressRange,
+ * hipMemcpyBatchAsync and the stream memory operations, like ROCm 5; hsa_double.c then provides ROCr's
  * hsa_amd_portable_export_dmabuf.
  */
 #define _GNU_SOURCE
@@ -380,6 +381,8 @@ struct copy_op {
 	uint64_t src_sum;	/* the source as it was when queued */
 	bool sum_at_start;	/* an earlier copy writes it: sum when run */
 	bool corrupt;
+	bool is_value;		/* hipStreamWriteValue64: store value at dst */
+	uint64_t value;
 	struct copy_op *next;
 };
 
@@ -445,6 +448,11 @@ static void *stream_worker(void *arg)
 			break;
 		op = s->head;
 		pthread_mutex_unlock(&s->mu);
+		if (op->is_value) {
+			__atomic_store_n((uint64_t *)op->dst, op->value,
+					 __ATOMIC_RELEASE);
+			goto done;
+		}
 		if (op->sum_at_start)
 			op->src_sum = sum_bytes(op->src, op->len);
 		if (cfg.delay_us)
@@ -455,6 +463,7 @@ static void *stream_worker(void *arg)
 		memcpy(op->dst, op->src, op->len);
 		if (op->corrupt && op->len)
 			*(unsigned char *)op->dst ^= 0xff;
+done:
 		pthread_mutex_lock(&s->mu);
 		s->head = op->next;
 		if (!s->head)
@@ -557,7 +566,7 @@ static hipError_t queue_copy(void *dst, const void *src, size_t len,
 	if (dst == dev && cfg.corrupt)
 		corrupt = ++cnt.to_dev % cfg.corrupt == 0;
 	pthread_mutex_unlock(&lock);
-	op = malloc(sizeof(*op));
+	op = calloc(1, sizeof(*op));
 	if (!op)
 		return hipErrorOutOfMemory;
 	op->dst = dst;
@@ -588,6 +597,49 @@ hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t len, hipStream_t s)
 }
 
 #ifndef HIPDOUBLE_ROCM5
+/* Host memory is its own device address here. */
+hipError_t hipHostGetDevicePointer(void **dev, void *host, unsigned int flags)
+{
+	bool registered;
+
+	if (!dev || flags)
+		return hipErrorInvalidValue;
+	pthread_mutex_lock(&lock);
+	registered = find(host_regs, host, 1) != NULL;
+	pthread_mutex_unlock(&lock);
+	if (!registered)
+		return hipErrorHostMemoryNotRegistered;
+	*dev = host;
+	return hipSuccess;
+}
+
+/* Store value at ptr once every earlier operation on the stream is done. */
+hipError_t hipStreamWriteValue64(hipStream_t s, void *ptr, uint64_t value,
+				 unsigned int flags)
+{
+	struct copy_op *op;
+
+	if (!s)
+		return hipErrorInvalidResourceHandle;
+	if (!ptr || flags || ((uintptr_t)ptr & 7))
+		return hipErrorInvalidValue;
+	if (fails("writevalue"))
+		return hipErrorNotSupported;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return hipErrorOutOfMemory;
+	op->dst = ptr;
+	op->is_value = true;
+	op->value = value;
+	pthread_mutex_lock(&s->mu);
+	*s->tail = op;
+	s->tail = &op->next;
+	s->submitted++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return hipSuccess;
+}
+
 /* hipMemcpyAttributes as ROCm 7 lays it out; only the access order counts */
 struct hip_memcpy_attr {
 	int src_access_order;

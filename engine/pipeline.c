@@ -371,13 +371,16 @@ static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
 }
 
 /*
- * Block for progress: on the oldest copy when one runs (its stream finishes
- * in order; the ring is kicked first so it works meanwhile), else on the
- * ring.
+ * Block for progress. With ring I/O out, never on the copy alone: spin on
+ * both a while, then sleep on the ring for as long again, and let the caller
+ * look at both once more, so that reads finishing meanwhile start their
+ * copies without waiting for this one. With no ring I/O, on the oldest copy
+ * (its stream finishes in order); with no copy, on the ring.
  */
 static int wait_progress(struct dbr_pipe *p)
 {
 	struct dbr_pio *io = p->post.head ? p->post.head : p->pre.head;
+	long spin = gpu_spin_ns();
 	int ret;
 
 	if (!io || !io->ticket || io->error)
@@ -386,10 +389,11 @@ static int wait_progress(struct dbr_pipe *p)
 	if (ret < 0)
 		return ret;
 	ret = spin_both(p, io);
+	if (!ret && p->ring->inflight)
+		return dbr_ring_wait_timeout(p->ring,
+					     spin > 0 ? spin : DBR_RING_NAP_NS);
 	if (!ret)
 		ret = p->buf->prov->wait(p->buf, io->ticket);
-	else if (ret > 0)
-		ret = 0;
 	if (ret < 0) {
 		drain(p);
 		fail_copy(p, io, ret);

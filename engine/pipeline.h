@@ -34,6 +34,8 @@
 
 /* copies of one pass share a fence until they move this many bytes */
 #define DBR_FENCE_BYTES		(256u << 10)
+/* a sleep on the ring while copies run, when waits do not spin */
+#define DBR_RING_NAP_NS		20000L
 
 enum dbr_stage {
 	DBR_IDLE,

@@ -361,6 +361,23 @@ static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 	return n;
 }
 
+int dbr_ring_wait_timeout(struct dbr_ring *r, long ns)
+{
+	struct __kernel_timespec ts = {
+		.tv_sec = ns / 1000000000L,
+		.tv_nsec = ns % 1000000000L,
+	};
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	if (r->stash || io_uring_cq_ready(&r->ring))
+		return dbr_ring_submit(r, 0);
+	ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, &ts, NULL);
+	if (ret >= 0)
+		r->unsubmitted = 0;
+	return ret == -ETIME || ret == -EINTR ? 0 : ret;
+}
+
 unsigned int dbr_ring_ready(struct dbr_ring *r)
 {
 	if (r->stash)

@@ -88,6 +88,8 @@ int dbr_ring_wait(struct dbr_ring *r, unsigned int nr);
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
 int dbr_ring_quiesce(struct dbr_ring *r);
+/* Submit, then sleep until a completion can be reaped or ns have passed. */
+int dbr_ring_wait_timeout(struct dbr_ring *r, long ns);
 /* Completions waiting to be reaped, asking the kernel for them first. */
 unsigned int dbr_ring_ready(struct dbr_ring *r);
 

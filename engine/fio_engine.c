@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fio.h"
 #include "optgroup.h"
@@ -203,22 +204,44 @@ static int dbr_fail(struct thread_data *td, int err, const char *func,
 }
 
 /*
+ * fio's output (log_info) is for people alone when it is the normal format
+ * on stdout. json, json+ and terse must parse, and a --output=FILE gets what
+ * a job process logs only from fio 3.42 on (older fio loses it with the
+ * process). Under fio --server, log_info carries the line to the client.
+ */
+static bool dbr_info_to_stderr(void)
+{
+	if (is_backend)
+		return false;
+	return (output_format & ~FIO_OUTPUT_NORMAL) || f_out != stdout;
+}
+
+/*
  * What the engine has to say (which path runs, reissue counts) goes with
- * fio's normal output; with --output-format=json or terse it goes to stderr,
- * so stdout stays parseable.
+ * fio's normal output on stdout. Else it goes straight to stderr, in one
+ * write, so json, json+ and terse output, on stdout or in a file, is fio's
+ * alone; normal output into a file gets the line as well.
  */
 static void dbr_info(const char *fmt, ...)
 {
 	char line[768];
 	va_list ap;
+	int len;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	len = snprintf(line, sizeof(line), "%s: ", DBR_NAME);
+	vsnprintf(line + len, sizeof(line) - len - 1, fmt, ap);
 	va_end(ap);
-	if (output_format & FIO_OUTPUT_NORMAL)
-		log_info("%s: %s\n", DBR_NAME, line);
-	else
-		log_err("%s: %s\n", DBR_NAME, line);
+	strcat(line, "\n");
+	if (dbr_info_to_stderr()) {
+		/* one write: the lines of several job threads never interleave */
+		ssize_t ret = write(STDERR_FILENO, line, strlen(line));
+
+		(void)ret;
+		if (output_format != FIO_OUTPUT_NORMAL)
+			return;
+	}
+	log_info("%s", line);
 }
 
 static bool dbr_first_thread(struct thread_data *td)

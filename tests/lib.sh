@@ -10,12 +10,15 @@ set -u
 
 : "${SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${BUILDDIR:=$SRCDIR}"
+# make check passes the fio configure found; by hand, a configured BUILDDIR's
+: "${FIO:=$(sed -n 's/^FIO_BIN = //p' "$BUILDDIR/Makefile" 2>/dev/null)}"
 : "${FIO:=$SRCDIR/build-deps/fio-3.33/fio}"
 : "${ENGINE:=$BUILDDIR/.libs/libdmabuf_uring.so}"
 
 
 TEST_NAME=$(basename "$0" .sh)
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/dbr-$TEST_NAME.XXXXXX")
+TMPD=$(cd "$TMPD" && pwd)
 _cleanups=()
 _cleanup() {
 	local i dev
@@ -24,7 +27,7 @@ _cleanup() {
 	if [ -f "$TMPD/.loops" ]; then
 		while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done <"$TMPD/.loops"
 	fi
-	rm -rf "$TMPD"
+	cd / && rm -rf "$TMPD"
 }
 trap _cleanup EXIT
 at_exit() { _cleanups+=("$*"); }
@@ -44,6 +47,13 @@ finish() {
 
 [ -x "$FIO" ] || die "fio not found at $FIO (run scripts/get-fio, or set FIO)"
 [ -f "$ENGINE" ] || die "engine not built at $ENGINE (run make)"
+FIO=$(realpath "$FIO") ENGINE=$(realpath "$ENGINE")
+SRCDIR=$(realpath "$SRCDIR") BUILDDIR=$(realpath "$BUILDDIR")
+
+# Tests run in their scratch directory: what fio leaves in its working
+# directory (*-verify.state of every verify job, a client's copies of
+# them) goes with it, never into the build tree.
+cd "$TMPD" || die "cannot enter $TMPD"
 
 # fio itself. In the sanitizer pass fio is not instrumented but loads the
 # instrumented engine, so the ASan runtime is preloaded into fio (and only

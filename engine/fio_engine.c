@@ -238,14 +238,15 @@ static struct dbr_io *fifo_pop(struct dbr_fifo *q)
 	return io;
 }
 
-/* One line naming cause and fix, then fio's own error record. */
-static int dbr_fail(struct thread_data *td, int err, const char *func,
-		    const char *msg)
-{
-	log_err("%s: %s\n", DBR_NAME, msg);
-	td_verror(td, err, func);
-	return 1;
-}
+/*
+ * One line naming cause and fix, then fio's own error record; evaluates to 1.
+ * A macro so that td_verror's file:line in the record is the caller's.
+ */
+#define dbr_fail(td, err, func, msg) ({				\
+	log_err("%s: %s\n", DBR_NAME, (msg));			\
+	td_verror((td), (err), (func));				\
+	1;							\
+})
 
 /*
  * What the engine has to say (which path runs, reissue counts) goes with

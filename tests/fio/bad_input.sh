@@ -48,6 +48,23 @@ run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=h
 run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
 
+# fio's error record (err=N/file:F:L, func=X) names the line that refused, not
+# a helper every refusal goes through
+record_names_caller() {
+	local rec line func src=$SRCDIR/engine/fio_engine.c
+	rec=$(grep -o 'file:[^,]*fio_engine\.c:[0-9]*, func=[^,]*' "$TMPD/$1.out" | head -1)
+	line=${rec#*fio_engine.c:}
+	line=${line%%,*}
+	func=${rec#*func=}
+	if [ -n "$rec" ] && sed -n "${line},$((line + 2))p" "$src" | grep -qF "\"$func\""; then
+		pass "$1: fio's error record names the refusing line ($line, func=$func)"
+	else
+		fail "$1: fio's error record names '${rec:-nothing}', not the line that refused"
+	fi
+}
+record_names_caller hipri
+record_names_caller dev-id-garbage
+
 # values fio's own parser rejects: non-zero exit is all we can ask
 for opt in --transfer=dma --gpu=opencl --gpu_sync=2; do
 	if dbr_fio "${base[@]}" "$opt" >"$TMPD/parse.out" 2>&1; then

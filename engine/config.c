@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dbr_config.h"
 #include "dbr_uapi.h"
@@ -46,7 +47,62 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 			 j->maps_per_dev, DBR_MAX_MAPS_PER_DEV);
 		return -E2BIG;
 	}
+	if (j->sqpoll_cpu >= 0 && j->online_cpus &&
+	    !dbr_cpu_listed(j->online_cpus, j->sqpoll_cpu)) {
+		snprintf(msg, len, "sqthread_poll_cpu=%d: this machine has no online CPU %d (online CPUs: %s); pick one of them, or drop sqthread_poll_cpu",
+			 j->sqpoll_cpu, j->sqpoll_cpu, j->online_cpus);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/*
+ * The CPUs the kernel may run an SQ thread on, as sysfs lists them ("0-3,8");
+ * without sysfs, 0..n-1 of the CPUs online now. Returns 0 or a negative errno.
+ */
+int dbr_online_cpus(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	long n;
+
+	if (f) {
+		bool ok = fgets(buf, (int)len, f) != NULL;
+
+		fclose(f);
+		if (ok) {
+			buf[strcspn(buf, "\n")] = '\0';
+			return 0;
+		}
+	}
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		return -ENOENT;
+	snprintf(buf, len, n == 1 ? "0" : "0-%ld", n - 1);
+	return 0;
+}
+
+/* Is cpu in a sysfs cpu list such as "0-3,8,10-11"? */
+bool dbr_cpu_listed(const char *list, int cpu)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			return false;
+		if (*end == '-') {
+			p = end + 1;
+			hi = strtol(p, &end, 10);
+			if (end == p)
+				return false;
+		}
+		if (cpu >= lo && cpu <= hi)
+			return true;
+		p = *end == ',' ? end + 1 : NULL;
+	}
+	return false;
 }
 
 /* "0:1:3" -> {0, 1, 3}; returns the count or -EINVAL with a message. */

@@ -34,9 +34,13 @@ struct dbr_job {
 	bool verify;
 	size_t buf_bytes;	/* the thread's buffer area */
 	unsigned int maps_per_dev; /* dma-buf registrations on one device */
+	int sqpoll_cpu;		/* SQ thread pinned here; < 0: not pinned */
+	const char *online_cpus; /* sysfs cpu list, e.g. "0-3,8"; NULL: unknown */
 };
 
 int dbr_check_job(const struct dbr_job *j, char *msg, size_t len);
+int dbr_online_cpus(char *buf, size_t len);
+bool dbr_cpu_listed(const char *list, int cpu);
 int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 bool dbr_gpu_sync_on(enum dbr_gpu_sync s, bool verify);

@@ -431,6 +431,7 @@ static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 {
 	struct dbr_options *o = td->eo;
+	char msg[384], cpus[128];
 	struct dbr_job j = {
 		.transfer	= xfer,
 		.direct		= td->o.odirect,
@@ -439,9 +440,15 @@ static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 		.verify		= td->o.verify != VERIFY_NONE,
 		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
 		.maps_per_dev	= xfer == DBR_XFER_P2P ? dbr_maps_per_dev(td) : 0,
+		.sqpoll_cpu	= o->sqpoll && o->sqpoll_cpu_set ?
+				  (int)o->sqpoll_cpu : -1,
+		.online_cpus	= cpus,
 	};
-	char msg[384];
-	int ret = dbr_check_job(&j, msg, sizeof(msg));
+	int ret;
+
+	if (j.sqpoll_cpu >= 0 && dbr_online_cpus(cpus, sizeof(cpus)) < 0)
+		j.online_cpus = NULL;	/* unknown: the kernel will say */
+	ret = dbr_check_job(&j, msg, sizeof(msg));
 
 	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
 }
@@ -493,7 +500,8 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "io_uring_setup: %s%s", strerror(-ret),
 			 ret == -EPERM ? " (io_uring is disabled: check sysctl kernel.io_uring_disabled)" :
-			 ret == -ENOMEM ? " (raise ulimit -l)" : "");
+			 ret == -ENOMEM ? " (raise ulimit -l)" :
+			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
 	}
 	ret = dbr_ring_register_buf_table(&dd->ring, dd->nr_slots);

@@ -38,6 +38,11 @@ fi
 
 run_refused hipri "hipri \(IOPOLL\) is not supported.*drop hipri" \
 	"${base[@]}" --gpu=host --transfer=bounce --hipri
+# a CPU this machine does not have: named, with the CPUs it has, before
+# io_uring_setup answers a bare EINVAL
+online=$(cat /sys/devices/system/cpu/online 2>/dev/null || echo "[0-9]")
+run_refused sqpoll-cpu-missing "sqthread_poll_cpu=99999: this machine has no online CPU 99999 \(online CPUs: $online\); pick one of them" \
+	"${base[@]}" --gpu=host --transfer=bounce --sqthread_poll=1 --sqthread_poll_cpu=99999
 run_refused trim "trim is not supported" \
 	--name=bad --filename="$f" --size=4m --bs=4k --rw=randtrim --gpu=host --transfer=bounce
 run_refused buffer-over-1g "buffer area \(2048 MiB = iodepth x max bs\) is over the 1024 MiB.*lower iodepth or bs" \

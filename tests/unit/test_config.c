@@ -14,6 +14,7 @@ static struct dbr_job good_job(void)
 		.direct		= true,
 		.buf_bytes	= 32 * 4096,
 		.maps_per_dev	= 1,
+		.sqpoll_cpu	= -1,
 	};
 	return j;
 }
@@ -61,6 +62,28 @@ static void test_check_job(void)
 	j.transfer = DBR_XFER_BOUNCE;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0,
 	      "bounce registers no dma-buf, so no mapping limit");
+
+	j = good_job();
+	j.online_cpus = "0-3,8";
+	j.sqpoll_cpu = 8;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "an online SQ CPU passes");
+	j.sqpoll_cpu = 5;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "sqthread_poll_cpu=5: this machine has no online CPU 5 (online CPUs: 0-3,8)"),
+	      "an SQ CPU the machine lacks is named with the CPUs it has: %s", msg);
+}
+
+static void test_cpu_list(void)
+{
+	char cpus[128];
+
+	CHECK(dbr_cpu_listed("0", 0) && !dbr_cpu_listed("0", 1), "single CPU list");
+	CHECK(dbr_cpu_listed("0-3,8,10-11", 2) && dbr_cpu_listed("0-3,8,10-11", 8) &&
+	      dbr_cpu_listed("0-3,8,10-11", 11) && !dbr_cpu_listed("0-3,8,10-11", 9) &&
+	      !dbr_cpu_listed("0-3,8,10-11", 99999), "ranges and singles");
+	CHECK(!dbr_cpu_listed("", 0) && !dbr_cpu_listed("x", 0), "garbage lists nothing");
+	CHECK(dbr_online_cpus(cpus, sizeof(cpus)) == 0 && dbr_cpu_listed(cpus, 0),
+	      "this machine's online CPUs (%s) include CPU 0", cpus);
 }
 
 static void test_dev_ids(void)
@@ -113,6 +136,7 @@ static void test_gpu_sync(void)
 int main(void)
 {
 	test_check_job();
+	test_cpu_list();
 	test_dev_ids();
 	test_addr_map();
 	test_gpu_sync();

@@ -57,6 +57,20 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 }
 
 /*
+ * The size check again, on what is really registered: fio's area with its
+ * alignment padding (what iomem_alloc is asked for), as the provider rounds
+ * it. area is iodepth x max bs, for the message. Returns 0 or -E2BIG.
+ */
+int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len)
+{
+	if (reg_bytes <= DBR_REGBUF_MAX_BYTES)
+		return 0;
+	snprintf(msg, len, "the thread's buffer area registers as %zu MiB (iodepth x max bs = %zu MiB, plus fio's alignment padding, rounded up to 2 MiB), over the 1024 MiB a registered buffer may hold; lower iodepth or bs, or split the work over numjobs",
+		 reg_bytes >> 20, area >> 20);
+	return -E2BIG;
+}
+
+/*
  * The CPUs the kernel may run an SQ thread on, as sysfs lists them ("0-3,8");
  * without sysfs, 0..n-1 of the CPUs online now. Returns 0 or a negative errno.
  */

@@ -39,6 +39,7 @@ struct dbr_job {
 };
 
 int dbr_check_job(const struct dbr_job *j, char *msg, size_t len);
+int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len);
 int dbr_online_cpus(char *buf, size_t len);
 bool dbr_cpu_listed(const char *list, int cpu);
 int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);

@@ -579,6 +579,11 @@ static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 	int ret;
 
 	gpu_buf_init(&dd->buf, prov, dd->buf.dev_id, total_mem);
+	ret = dbr_check_reg_bytes(dd->buf.size,
+				  (size_t)td->o.iodepth * td_max_bs(td),
+				  msg, sizeof(msg));
+	if (ret)
+		return dbr_fail(td, -ret, "iomem_alloc", msg);
 	ret = gpu_buf_alloc(&dd->buf, dd->nr_ios);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
@@ -694,6 +699,9 @@ static int dbr_post_init(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
 
+	/* fio 3.33 calls post_init even when iomem_alloc failed */
+	if (!td->orig_buffer)
+		return 1;
 	if (!dd->p2p && dbr_register_host(td, dd))
 		return 1;
 	if (dbr_seed_device(td, dd))

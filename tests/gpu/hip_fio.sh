@@ -97,6 +97,9 @@ HIPDOUBLE_DEVICES=0 run_refused no-device "gpu=hip: the HIP runtime sees no AMD 
 	"${base[@]}"
 HIPDOUBLE_FAIL=malloc run_refused alloc-failure \
 	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipMalloc: hipErrorOutOfMemory" "${base[@]}"
+n=$(grep -c '^dmabuf_uring: ' "$TMPD/alloc-failure.out")
+[ "$n" -eq 1 ] && pass "alloc-failure: one dmabuf_uring line" ||
+	fail "alloc-failure: $n dmabuf_uring lines, want one"
 HIPDOUBLE_FAIL=hostregister run_refused hostregister-failure \
 	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipHostRegister of the host buffer" "${base[@]}"
 no_leaks failures

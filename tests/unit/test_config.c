@@ -53,6 +53,13 @@ static void test_check_job(void)
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG,
 	      "the 1 GiB limit holds for host fixed buffers too");
 
+	/* bs=1m iodepth=1024 direct=1: fio pads, the provider rounds up */
+	CHECK(dbr_check_reg_bytes(DBR_REGBUF_MAX_BYTES, DBR_REGBUF_MAX_BYTES, msg,
+				  sizeof(msg)) == 0, "1 GiB registered passes");
+	CHECK(dbr_check_reg_bytes(1026 << 20, DBR_REGBUF_MAX_BYTES, msg, sizeof(msg)) == -E2BIG &&
+	      strstr(msg, "registers as 1026 MiB (iodepth x max bs = 1024 MiB"),
+	      "1 GiB of io_us padded to 1026 MiB is refused naming both: %s", msg);
+
 	j = good_job();
 	j.maps_per_dev = DBR_MAX_MAPS_PER_DEV;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "256 mappings on a device pass");

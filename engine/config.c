@@ -41,6 +41,11 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 			 j->buf_bytes >> 20);
 		return -E2BIG;
 	}
+	if (j->transfer == DBR_XFER_P2P && j->nr_files > DBR_MAX_REG_BUFFERS) {
+		snprintf(msg, len, "nrfiles=%u: transfer=p2p registers a dma-buf per file and io_uring's buffer table holds %u; lower nrfiles, or use transfer=bounce (one buffer slot for all files)",
+			 j->nr_files, DBR_MAX_REG_BUFFERS);
+		return -E2BIG;
+	}
 	if (j->transfer != DBR_XFER_BOUNCE &&
 	    j->maps_per_dev > DBR_MAX_MAPS_PER_DEV) {
 		snprintf(msg, len, "%u dma-buf registrations on one device (numjobs x files on it) is over the kernel's %d per device; lower numjobs or nrfiles",

@@ -33,6 +33,7 @@ struct dbr_job {
 	bool does_trim;
 	bool verify;
 	size_t buf_bytes;	/* the thread's buffer area */
+	unsigned int nr_files;	/* files of the thread: p2p needs a slot each */
 	unsigned int maps_per_dev; /* dma-buf registrations on one device */
 	int sqpoll_cpu;		/* SQ thread pinned here; < 0: not pinned */
 	const char *online_cpus; /* sysfs cpu list, e.g. "0-3,8"; NULL: unknown */

@@ -203,7 +203,7 @@ struct dbr_data {
 	bool sync;		/* gpu_sync resolved */
 	bool host_registered;
 	bool *slot_live;	/* p2p: slot per file installed */
-	unsigned int nr_slots;
+	unsigned int nr_slots;	/* files: fixed-file slots, for p2p buffer slots */
 	struct dbr_io *ios;	/* indexed by io_u->index */
 	unsigned int nr_ios;
 	struct io_u **events;
@@ -428,6 +428,15 @@ static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	return dbr_fail(td, err, "p2p", msg);
 }
 
+/* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */
+static unsigned int dbr_nr_files(struct thread_data *td)
+{
+	unsigned int n = td->files_index > td->o.nr_files ? td->files_index :
+			 td->o.nr_files;
+
+	return n ? n : 1;
+}
+
 static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 {
 	struct dbr_options *o = td->eo;
@@ -439,6 +448,7 @@ static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 		.does_trim	= td_trim(td),
 		.verify		= td->o.verify != VERIFY_NONE,
 		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
+		.nr_files	= dbr_nr_files(td),
 		.maps_per_dev	= xfer == DBR_XFER_P2P ? dbr_maps_per_dev(td) : 0,
 		.sqpoll_cpu	= o->sqpoll && o->sqpoll_cpu_set ?
 				  (int)o->sqpoll_cpu : -1,
@@ -458,10 +468,7 @@ static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 	unsigned int depth = td->o.iodepth;
 
 	dd->nr_ios = depth;
-	dd->nr_slots = td->files_index > td->o.nr_files ? td->files_index :
-		       td->o.nr_files;
-	if (!dd->nr_slots)
-		dd->nr_slots = 1;
+	dd->nr_slots = dbr_nr_files(td);
 	dd->ios = calloc(depth, sizeof(*dd->ios));
 	dd->events = calloc(depth, sizeof(*dd->events));
 	dd->queued = calloc(depth, sizeof(*dd->queued));
@@ -504,7 +511,8 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
 	}
-	ret = dbr_ring_register_buf_table(&dd->ring, dd->nr_slots);
+	/* p2p: a dma-buf slot per file; bounce: one host slot for all */
+	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ? dd->nr_slots : 1);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "registering a sparse buffer table: %s (io_uring needs Linux >= 5.19)",
 			 strerror(-ret));
@@ -545,9 +553,9 @@ static int dbr_init(struct thread_data *td)
 		goto err;
 	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
+	dd->p2p = xfer == DBR_XFER_P2P;
 	if (dbr_pick_provider(td, dd) || dbr_setup_ring(td, dd))
 		goto err;
-	dd->p2p = xfer == DBR_XFER_P2P;
 	dd->sync = dbr_gpu_sync_on(o->gpu_sync, td->o.verify != VERIFY_NONE);
 	return 0;
 err:

@@ -36,6 +36,12 @@ else
 	fail "p2p-loop-device: $skip_note"
 fi
 
+# p2p needs a buffer slot per file: more files than io_uring's table holds is
+# named before any file is made
+run_refused p2p-too-many-files "nrfiles=16385: transfer=p2p registers a dma-buf per file and io_uring's buffer table holds 16384; lower nrfiles, or use transfer=bounce" \
+	--name=bad --directory="$TMPD" --nrfiles=16385 --filesize=4k --create_on_open=1 \
+	--bs=4k --rw=read --gpu=host --transfer=p2p --direct=1
+
 run_refused hipri "hipri \(IOPOLL\) is not supported.*drop hipri" \
 	"${base[@]}" --gpu=host --transfer=bounce --hipri
 # a CPU this machine does not have: named, with the CPUs it has, before

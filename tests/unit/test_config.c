@@ -61,6 +61,17 @@ static void test_check_job(void)
 	      "1 GiB of io_us padded to 1026 MiB is refused naming both: %s", msg);
 
 	j = good_job();
+	j.nr_files = DBR_MAX_REG_BUFFERS;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "16384 files fit p2p's buffer table");
+	j.nr_files = DBR_MAX_REG_BUFFERS + 1;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG &&
+	      strstr(msg, "nrfiles=16385: transfer=p2p registers a dma-buf per file"),
+	      "16385 files are over p2p's buffer table: %s", msg);
+	j.transfer = DBR_XFER_BOUNCE;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0,
+	      "bounce uses one buffer slot for any number of files");
+
+	j = good_job();
 	j.maps_per_dev = DBR_MAX_MAPS_PER_DEV;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "256 mappings on a device pass");
 	j.maps_per_dev = DBR_MAX_MAPS_PER_DEV + 1;

@@ -48,7 +48,7 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 	}
 	if (j->transfer != DBR_XFER_BOUNCE &&
 	    j->maps_per_dev > DBR_MAX_MAPS_PER_DEV) {
-		snprintf(msg, len, "%u dma-buf registrations on one device (numjobs x files on it) is over the kernel's %d per device; lower numjobs or nrfiles",
+		snprintf(msg, len, "%u dma-buf registrations on one device (the files on it of every job running together, numjobs included) is over the kernel's %d per device; lower numjobs or nrfiles, or keep jobs apart with stonewall",
 			 j->maps_per_dev, DBR_MAX_MAPS_PER_DEV);
 		return -E2BIG;
 	}
@@ -122,6 +122,31 @@ bool dbr_cpu_listed(const char *list, int cpu)
 		p = *end == ',' ? end + 1 : NULL;
 	}
 	return false;
+}
+
+/*
+ * Registrations on the busiest of a thread's devices. mine: the devices of
+ * its files (0: not a block device); all: one entry per dma-buf registration
+ * of every thread that may run beside it, its own included.
+ */
+unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
+			     const dev_t *all, unsigned int nr_all)
+{
+	unsigned int i, j, n, most = 0;
+
+	for (i = 0; i < nr_mine; i++) {
+		bool again = !mine[i];
+
+		for (j = 0; j < i && !again; j++)
+			again = mine[j] == mine[i];
+		if (again)
+			continue;
+		for (n = 0, j = 0; j < nr_all; j++)
+			n += all[j] == mine[i];
+		if (n > most)
+			most = n;
+	}
+	return most;
 }
 
 /* "0:1:3" -> {0, 1, 3}; returns the count or -EINVAL with a message. */

@@ -323,35 +323,89 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 	return 0;
 }
 
+extern struct ioengine_ops ioengine;
+
 /*
- * dma-buf registrations one device would carry: numjobs x its files. Each
- * file is inspected once; the counting compares device numbers only.
+ * Threads that may run beside td: fio starts a job with stonewall only once
+ * every job before it has ended, so those between the stonewalls around td.
+ * (tnumber_to_td rather than for_each_td, whose form changed after 3.33.)
+ */
+static void dbr_run_window(struct thread_data *td, unsigned int *first,
+			   unsigned int *last)
+{
+	unsigned int i;
+	bool seen = false;
+
+	*first = 0;
+	*last = thread_number ? thread_number - 1 : 0;
+	for (i = 0; i < thread_number; i++) {
+		struct thread_data *t = tnumber_to_td(i);
+
+		if (i && t->o.stonewall) {
+			if (seen) {
+				*last = i - 1;
+				return;
+			}
+			*first = i;
+		}
+		seen = seen || t == td;
+	}
+}
+
+/* Does t run this engine on a path that may register dma-bufs? */
+static bool dbr_registers_dmabufs(struct thread_data *t)
+{
+	struct dbr_options *o = t->eo;
+
+	return t->io_ops == &ioengine && o && t->o.odirect &&
+	       o->transfer != DBR_XFER_BOUNCE;
+}
+
+/* The device of each of t's block-device files, appended at devs[n]. */
+static unsigned int dbr_file_devs(struct thread_data *t, dev_t *devs,
+				  unsigned int n)
+{
+	struct fio_file *f;
+	unsigned int i;
+
+	for_each_file(t, f, i) {
+		struct dbr_target tg;
+
+		if (!dbr_target_inspect(f->file_name, &tg) && tg.is_blkdev)
+			devs[n++] = tg.rdev;
+	}
+	return n;
+}
+
+/*
+ * dma-buf registrations the busiest of td's devices would carry: one per
+ * file on it of every thread of the run that may register beside td (its
+ * numjobs clones and other job sections alike).
  */
 static unsigned int dbr_maps_per_dev(struct thread_data *td)
 {
-	unsigned int i, j, n, most = 0, nr = td->files_index;
-	struct fio_file *f;
-	dev_t *rdev;
+	unsigned int i, first, last, nr_mine, nr_all = 0, cap = 0, most = 0;
+	dev_t *mine, *all;
 
-	rdev = calloc(nr ? nr : 1, sizeof(*rdev));
-	if (!rdev)
-		return 0;
-	for_each_file(td, f, i) {
-		struct dbr_target t;
+	dbr_run_window(td, &first, &last);
+	for (i = first; i <= last && i < thread_number; i++)
+		cap += tnumber_to_td(i)->files_index;
+	mine = calloc(td->files_index + 1, sizeof(*mine));
+	all = calloc(cap + 1, sizeof(*all));
+	if (!mine || !all)
+		goto out;
+	nr_mine = dbr_file_devs(td, mine, 0);
+	for (i = first; nr_mine && i <= last && i < thread_number; i++) {
+		struct thread_data *t = tnumber_to_td(i);
 
-		if (!dbr_target_inspect(f->file_name, &t) && t.is_blkdev)
-			rdev[i] = t.rdev;
+		if (t == td || dbr_registers_dmabufs(t))
+			nr_all = dbr_file_devs(t, all, nr_all);
 	}
-	for (i = 0; i < nr; i++) {
-		if (!rdev[i])
-			continue;
-		for (n = 0, j = 0; j < nr; j++)
-			n += rdev[j] == rdev[i];
-		if (n > most)
-			most = n;
-	}
-	free(rdev);
-	return most * (td->o.numjobs ? td->o.numjobs : 1);
+	most = dbr_busiest_dev(mine, nr_mine, all, nr_all);
+out:
+	free(mine);
+	free(all);
+	return most;
 }
 
 /* First file that p2p cannot register against, or NULL. */

@@ -31,6 +31,17 @@ if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 16M); then
 	run_refused p2p-too-many-maps "257 dma-buf registrations on one device.*over the kernel's 256" \
 		--name=bad --filename="$dev" --size=4m --bs=4k --rw=read --gpu=host \
 		--transfer=p2p --direct=1 --numjobs=257 --thread
+	# two job sections on one device count together: 2 x 129 > 256 ...
+	two=(--filename="$dev" --size=4m --bs=4k --rw=read --gpu=host --transfer=p2p
+		--direct=1 --numjobs=129 --thread)
+	run_refused p2p-too-many-maps-2-jobs "258 dma-buf registrations on one device.*over the kernel's 256" \
+		--name=a "${two[@]}" --name=b "${two[@]}"
+	# ... unless a stonewall keeps them apart: then the loop device is the reason
+	run_refused p2p-maps-stonewalled "transfer=p2p cannot run" \
+		--name=a "${two[@]}" --name=b "${two[@]}" --stonewall
+	grep -q "dma-buf registrations on one device" "$TMPD/p2p-maps-stonewalled.out" &&
+		fail "p2p-maps-stonewalled: jobs behind a stonewall were counted together" ||
+		pass "p2p-maps-stonewalled: jobs behind a stonewall count on their own"
 else
 	skip_note="loop devices need root and a free loop device"
 	fail "p2p-loop-device: $skip_note"

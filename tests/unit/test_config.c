@@ -91,6 +91,20 @@ static void test_check_job(void)
 	      "an SQ CPU the machine lacks is named with the CPUs it has: %s", msg);
 }
 
+static void test_busiest_dev(void)
+{
+	/* this thread: two files on device 7, one on 9; beside it, two more
+	 * threads (another job section) with a file on 7 each, one on 5 */
+	const dev_t mine[] = { 7, 7, 9 };
+	const dev_t all[] = { 7, 7, 9, 7, 7, 5 };
+
+	CHECK(dbr_busiest_dev(mine, 3, all, 6) == 4,
+	      "every thread's registrations on a device count (4 on device 7)");
+	CHECK(dbr_busiest_dev(mine + 2, 1, all, 6) == 1,
+	      "only the devices of this thread's files are counted");
+	CHECK(dbr_busiest_dev(mine, 0, all, 6) == 0, "no block device, no count");
+}
+
 static void test_cpu_list(void)
 {
 	char cpus[128];
@@ -154,6 +168,7 @@ static void test_gpu_sync(void)
 int main(void)
 {
 	test_check_job();
+	test_busiest_dev();
 	test_cpu_list();
 	test_dev_ids();
 	test_addr_map();

@@ -775,24 +775,28 @@ static int dbr_post_init(struct thread_data *td)
 /* ------------------------------------------------------------------------ */
 /* files: a dma-buf slot is bound to one file                               */
 
-static int dbr_register_file_slot(struct thread_data *td, struct dbr_data *dd,
-				  struct fio_file *f)
+static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
+			   struct fio_file *f)
 {
 	char msg[512];
 	int ret;
 
 	if (f->fileno >= (int)dd->nr_slots)
 		return dbr_fail(td, EINVAL, "open_file", "file index beyond the buffer table");
-	ret = dbr_ring_quiesce(&dd->ring);
-	if (!ret)
-		ret = dbr_ring_install_dmabuf(&dd->ring, f->fileno,
-					      dd->buf.dmabuf_fd, f->fd);
+	ret = dbr_ring_attach_file(&dd->ring, f->fileno, f->fd,
+				   dd->p2p ? dd->buf.dmabuf_fd : -1);
 	if (!ret) {
-		dd->slot_live[f->fileno] = true;
+		dd->slot_live[f->fileno] = dd->p2p;
 		return 0;
 	}
-	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s failed: %s%s",
+	if (!dd->p2p) {
+		snprintf(msg, sizeof(msg), "registerfiles: registering %s as a fixed file failed: %s; drop registerfiles",
+			 f->file_name, strerror(-ret));
+		return dbr_fail(td, -ret, "register file", msg);
+	}
+	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s%s failed: %s%s",
 		 dd->buf.size >> 20, dd->prov->name, f->file_name,
+		 dd->ring.nr_files ? " (and the file, registerfiles)" : "",
 		 strerror(-ret),
 		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
 		 ret == -EINVAL ? " (the kernel refused the descriptor: the target must be opened O_DIRECT and the dma-buf within the kernel's size limit)" :
@@ -802,7 +806,6 @@ static int dbr_register_file_slot(struct thread_data *td, struct dbr_data *dd,
 
 static int dbr_open_file(struct thread_data *td, struct fio_file *f)
 {
-	struct dbr_options *o = td->eo;
 	struct dbr_data *dd = td->io_ops_data;
 	int ret;
 
@@ -810,17 +813,10 @@ static int dbr_open_file(struct thread_data *td, struct fio_file *f)
 	/* fio also opens block devices to size them, before init */
 	if (ret || !dd)
 		return ret;
-	if (o->registerfiles) {
-		ret = dbr_ring_set_file(&dd->ring, f->fileno, f->fd);
-		if (ret < 0) {
-			td_verror(td, -ret, "register file");
-			goto err_close;
-		}
-	}
-	if (dd->p2p && dbr_register_file_slot(td, dd, f))
-		goto err_close;
-	return 0;
-err_close:
+	if (!dd->ring.nr_files && !dd->p2p)
+		return 0;
+	if (!dbr_attach_file(td, dd, f))
+		return 0;
 	/* keep the error that brought us here, not the close's */
 	if (generic_close_file(td, f))
 		log_err("%s: closing %s failed too\n", DBR_NAME, f->file_name);
@@ -829,16 +825,12 @@ err_close:
 
 static int dbr_close_file(struct thread_data *td, struct fio_file *f)
 {
-	struct dbr_options *o = td->eo;
 	struct dbr_data *dd = td->io_ops_data;
 
 	if (dd && dd->ring.ready && f->fileno < (int)dd->nr_slots) {
-		dbr_ring_quiesce(&dd->ring);
-		if (dd->slot_live[f->fileno])
-			dbr_ring_clear_buf(&dd->ring, f->fileno, true);
+		dbr_ring_detach_file(&dd->ring, f->fileno,
+				     dd->slot_live[f->fileno]);
 		dd->slot_live[f->fileno] = false;
-		if (o->registerfiles)
-			dbr_ring_set_file(&dd->ring, f->fileno, -1);
 	}
 	return generic_close_file(td, f);
 }

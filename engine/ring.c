@@ -178,7 +178,9 @@ int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf)
 /*
  * A target file opened: its fixed-file entry in slot (when the ring has a
  * file table) and, with dmabuf_fd >= 0, the dma-buf bound to it in the same
- * buffer slot, on a quiet ring.
+ * buffer slot, on a quiet ring. All or nothing: when the dma-buf cannot be
+ * installed the file entry goes again (the caller closes fd, and the table
+ * would keep the file open).
  */
 int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
 			 int dmabuf_fd)
@@ -195,6 +197,8 @@ int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
 	ret = dbr_ring_quiesce(r);
 	if (!ret)
 		ret = dbr_ring_install_dmabuf(r, slot, dmabuf_fd, fd);
+	if (ret < 0 && r->nr_files)
+		dbr_ring_set_file(r, slot, -1);
 	return ret;
 }
 

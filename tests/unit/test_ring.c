@@ -204,6 +204,44 @@ static void test_quiesce(int fd, char *buf)
 	dbr_ring_exit(&r);
 }
 
+/* fsync through fixed-file slot: 0 when a file is there, -EBADF when not */
+static int fsync_fixed(struct dbr_ring *r, unsigned int slot)
+{
+	struct dbr_req req = { .op = DBR_OP_FSYNC, .fd = (int)slot,
+			       .fixed_file = true };
+
+	if (dbr_ring_queue(r, &req) < 0 || reap_one(r) != &req)
+		return -EIO;
+	return req.res;
+}
+
+/*
+ * A file whose dma-buf registration fails must not stay in the fixed-file
+ * table: its fd gets closed, and the table would keep the file open.
+ */
+static void test_attach_file(int fd)
+{
+	struct dbr_ring r;
+	int ret;
+
+	init_ring(&r, 4);
+	dbr_ring_register_buf_table(&r, 1);
+	CHECK(dbr_ring_register_file_table(&r, 1) == 0, "sparse file table");
+	CHECK(dbr_ring_attach_file(&r, 0, fd, -1) == 0 && fsync_fixed(&r, 0) == 0,
+	      "an attached file is reachable through its fixed-file slot");
+	CHECK(dbr_ring_detach_file(&r, 0, false) == 0 && fsync_fixed(&r, 0) == -EBADF,
+	      "a detached file is gone from the fixed-file slot");
+	/* a regular file is no dma-buf: every kernel refuses the install */
+	ret = dbr_ring_attach_file(&r, 0, fd, fd);
+	CHECK(ret < 0, "a dma-buf the kernel refuses fails the attach (%s)",
+	      strerror(-ret));
+	ret = fsync_fixed(&r, 0);
+	CHECK(ret == -EBADF,
+	      "the failed attach left nothing in the fixed-file slot (fsync through it: %s)",
+	      ret ? strerror(-ret) : "ok, the file is still there");
+	dbr_ring_exit(&r);
+}
+
 static void test_probe(void)
 {
 	int ret = dbr_probe_p2p();
@@ -232,6 +270,7 @@ int main(void)
 	test_fixed_io(fd, buf);
 	test_eagain_reissue(fd, buf);
 	test_quiesce(fd, buf);
+	test_attach_file(fd);
 	test_probe();
 	munmap(buf, BUF_SIZE);
 	close(fd);

@@ -202,12 +202,17 @@ int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
 	return ret;
 }
 
-/* Undo dbr_ring_attach_file (dmabuf: a dma-buf is installed in slot). */
+/*
+ * Undo dbr_ring_attach_file (dmabuf: a dma-buf is installed in slot). Only
+ * the dma-buf needs a quiet ring; a fixed-file entry may change under I/O
+ * (requests in flight hold their own reference to the file).
+ */
 int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf)
 {
-	int ret = dbr_ring_quiesce(r), ret2;
+	int ret = 0, ret2;
 
 	if (dmabuf) {
+		ret = dbr_ring_quiesce(r);
 		ret2 = dbr_ring_clear_buf(r, slot, true);
 		ret = ret ? ret : ret2;
 	}

@@ -192,7 +192,49 @@ int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)
 	return ids[thread_idx % (unsigned int)n];
 }
 
-bool dbr_gpu_sync_on(enum dbr_gpu_sync s, bool verify)
+/* The first of fio's buffer options that decides what writes carry, or NULL. */
+const char *dbr_buf_option(const struct dbr_buf_opts *b)
 {
-	return s == DBR_SYNC_ON || (s == DBR_SYNC_AUTO && verify);
+	return b->pattern ? "buffer_pattern" :
+	       b->compress ? "buffer_compress_percentage" :
+	       b->dedupe ? "dedupe_percentage" :
+	       b->refill ? "refill_buffers" :
+	       b->scramble ? "scramble_buffers" :
+	       b->zero ? "zero_buffers" : NULL;
+}
+
+/*
+ * Keep fio's buffers and GPU memory in step around each I/O? 1 or 0, or
+ * -EINVAL when the job cannot work without it (verify checks fio's buffers).
+ * gpu_sync=auto turns on for verify and for writes whose contents fio's
+ * buffer options decide; fio's default scrambling of a few bytes per write
+ * does not count (the data a GPU job writes is the GPU's, as fio's own
+ * mem=cudamalloc has it). msg says why when a line is worth it, else "".
+ */
+int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len)
+{
+	const char *opt = j->writes ? dbr_buf_option(&j->buf) : NULL;
+
+	msg[0] = '\0';
+	if (!j->copies)		/* fio's buffers are the device memory */
+		return 0;
+	if (j->setting == DBR_SYNC_ON)
+		return 1;
+	if (j->setting == DBR_SYNC_OFF) {
+		if (j->verify) {
+			snprintf(msg, len, "gpu_sync=0 with verify: fio checks its host buffers, which gpu_sync=0 leaves out of step with GPU memory, so every block would fail verify; set gpu_sync=1 (or leave gpu_sync=auto), or drop verify");
+			return -EINVAL;
+		}
+		if (opt)
+			snprintf(msg, len, "gpu_sync=0: %s has no effect, writes carry what GPU memory holds; set gpu_sync=1 (or auto) to write fio's buffer contents",
+				 opt);
+		return 0;
+	}
+	if (j->verify)
+		return 1;
+	if (!opt)
+		return 0;
+	snprintf(msg, len, "gpu_sync=auto -> 1: %s decides what is written, so each write copies fio's buffer into GPU memory first",
+		 opt);
+	return 1;
 }

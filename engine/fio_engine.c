@@ -123,7 +123,7 @@ static struct fio_option options[] = {
 		.def	= "auto",
 		.posval = {
 			  { .ival = "auto", .oval = DBR_SYNC_AUTO,
-			    .help = "On when verify is set" },
+			    .help = "On for verify, and for writes that fio's buffer options shape" },
 			  { .ival = "0", .oval = DBR_SYNC_OFF,
 			    .help = "Off: no CPU-side copies" },
 			  { .ival = "1", .oval = DBR_SYNC_ON,
@@ -517,6 +517,38 @@ static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
 }
 
+/* Settle gpu_sync for the provider picked: refuse verify without it, and
+ * say (once per job) when fio's buffer options turn it on or go unheard. */
+static int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	struct thread_options *to = &td->o;
+	struct dbr_sync_job j = {
+		.setting	= o->gpu_sync,
+		.copies		= dd->prov != &gpu_host_provider,
+		.verify		= to->verify != VERIFY_NONE,
+		.writes		= td_write(td),
+		.buf = {
+			.pattern	= to->buffer_pattern_bytes > 0,
+			.compress	= to->compress_percentage > 0,
+			.dedupe		= to->dedupe_percentage > 0,
+			.refill		= to->refill_buffers,
+			.scramble	= to->scramble_buffers &&
+					  fio_option_is_set(to, scramble_buffers),
+			.zero		= to->zero_buffers,
+		},
+	};
+	char msg[384];
+	int ret = dbr_gpu_sync_on(&j, msg, sizeof(msg));
+
+	if (ret < 0)
+		return dbr_fail(td, -ret, "gpu_sync", msg);
+	dd->sync = ret;
+	if (msg[0] && dbr_first_thread(td))
+		dbr_info("%s: %s", td->o.name, msg);
+	return 0;
+}
+
 static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 {
 	unsigned int depth = td->o.iodepth;
@@ -608,9 +640,9 @@ static int dbr_init(struct thread_data *td)
 	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
-	if (dbr_pick_provider(td, dd) || dbr_setup_ring(td, dd))
+	if (dbr_pick_provider(td, dd) || dbr_pick_sync(td, dd) ||
+	    dbr_setup_ring(td, dd))
 		goto err;
-	dd->sync = dbr_gpu_sync_on(o->gpu_sync, td->o.verify != VERIFY_NONE);
 	return 0;
 err:
 	dbr_cleanup(td);

@@ -63,6 +63,62 @@ else
 fi
 : >"$HIPDOUBLE_REPORT"
 
+# verify checks fio's host buffers: with gpu_sync=0 they do not carry what
+# moves through GPU memory, so every block would fail. Refused at start.
+run_refused verify-gpu-sync-0 "gpu_sync=0 with verify: .*; set gpu_sync=1 \(or leave gpu_sync=auto\), or drop verify" \
+	--name=w "${common[@]}" --rw=write --bs=64k --iodepth=4 --thread --gpu_sync=0
+
+# fio's buffer options decide what a write carries; with them GPU memory is
+# kept in step (gpu_sync=auto -> 1), so their data reaches the file.
+# blocks FILE BS HEX: "<blocks> <distinct> <blocks equal to the pattern>"
+blocks() {
+	python3 - "$@" <<'PY'
+import sys
+path, bs, pat = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+d = open(path, 'rb').read()
+blks = [d[i:i + bs] for i in range(0, len(d), bs)]
+p = (pat * (bs // len(pat) + 1))[:bs]
+print(len(blks), len(set(blks)), sum(b == p for b in blks))
+PY
+}
+bo=(--size=1m --bs=4k --iodepth=4 --gpu=hip --transfer=bounce --thread)
+pf=$TMPD/pattern.bin
+run_ok pattern-write --name=pw --filename="$pf" "${bo[@]}" --rw=write \
+	--buffer_pattern=0xdeadbeef
+if [ "$(od -A n -t x1 -N 8 "$pf" | tr -d ' ')" = deadbeefdeadbeef ] &&
+   [ "$(blocks "$pf" 4096 deadbeef)" = "256 1 256" ]; then
+	pass "buffer_pattern=0xdeadbeef is on every block of the file"
+else
+	fail "buffer_pattern, rw=write: $(blocks "$pf" 4096 deadbeef) (blocks distinct pattern); $(od -A d -t x1 -N 16 "$pf" | head -1)"
+fi
+grep -q "gpu_sync=auto -> 1: buffer_pattern" "$TMPD/pattern-write.out" &&
+	pass "gpu_sync=auto -> 1 is announced with the option that asked for it" ||
+	fail "gpu_sync=auto -> 1 not announced: $(grep '^dmabuf_uring' "$TMPD/pattern-write.out")"
+# reads in between bring the file's data into GPU memory: every write must
+# still carry the pattern
+head -c 1M /dev/zero >"$pf"
+run_ok pattern-rw --name=prw --filename="$pf" "${bo[@]}" --rw=rw \
+	--buffer_pattern=0xdeadbeef
+writes=$(grep -o 'issued rwts: total=[0-9]*,[0-9]*' "$TMPD/pattern-rw.out" | cut -d, -f2)
+got=$(blocks "$pf" 4096 deadbeef)
+[ "${got##* }" = "${writes:-none}" ] && [ "$writes" -gt 0 ] &&
+	pass "buffer_pattern, rw=rw: all $writes written blocks carry the pattern" ||
+	fail "buffer_pattern, rw=rw: ${got##* } of $writes written blocks carry the pattern"
+# refill_buffers: new data for every write, so no two blocks alike
+rf=$TMPD/refill.bin
+run_ok refill-write --name=rf --filename="$rf" "${bo[@]}" --rw=write --refill_buffers=1
+got=$(blocks "$rf" 4096 00)
+[ "$(echo "$got" | cut -d' ' -f1-2)" = "256 256" ] &&
+	pass "refill_buffers: 256 distinct blocks of 256" ||
+	fail "refill_buffers: $(echo "$got" | cut -d' ' -f2) distinct blocks of 256"
+# gpu_sync=0 keeps its promise of no copies, and says what that costs
+run_ok pattern-gpu-sync-0 --name=p0 --filename="$pf" "${bo[@]}" --rw=write \
+	--buffer_pattern=0xdeadbeef --gpu_sync=0
+grep -q "^dmabuf_uring: p0: gpu_sync=0: buffer_pattern has no effect" "$TMPD/pattern-gpu-sync-0.out" &&
+	pass "gpu_sync=0 says that buffer_pattern has no effect" ||
+	fail "gpu_sync=0 with buffer_pattern: no line saying why it has no effect"
+: >"$HIPDOUBLE_REPORT"
+
 # two devices, four threads: thread i on device i mod 2
 : >"$HIPDOUBLE_REPORT"
 # (a file per job: verify needs each job to own its blocks)

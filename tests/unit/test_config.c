@@ -157,12 +157,54 @@ static void test_addr_map(void)
 	      "a host-slot address is the user address");
 }
 
+static int sync_on(enum dbr_gpu_sync setting, bool verify, bool writes,
+		   struct dbr_buf_opts buf, char *msg, size_t len)
+{
+	struct dbr_sync_job j = {
+		.setting = setting, .copies = true, .verify = verify,
+		.writes = writes, .buf = buf,
+	};
+	return dbr_gpu_sync_on(&j, msg, len);
+}
+
 static void test_gpu_sync(void)
 {
-	CHECK(dbr_gpu_sync_on(DBR_SYNC_AUTO, true), "auto syncs when verify is set");
-	CHECK(!dbr_gpu_sync_on(DBR_SYNC_AUTO, false), "auto does not sync without verify");
-	CHECK(dbr_gpu_sync_on(DBR_SYNC_ON, false), "1 always syncs");
-	CHECK(!dbr_gpu_sync_on(DBR_SYNC_OFF, true), "0 never syncs");
+	const struct dbr_buf_opts none = { 0 }, pattern = { .pattern = true },
+		refill = { .refill = true }, compress = { .compress = true },
+		dedupe = { .dedupe = true }, scramble = { .scramble = true };
+	struct dbr_sync_job host = { .setting = DBR_SYNC_OFF, .verify = true };
+	char msg[512];
+
+	CHECK(sync_on(DBR_SYNC_AUTO, true, true, none, msg, sizeof(msg)) == 1 && !msg[0],
+	      "auto syncs when verify is set");
+	CHECK(sync_on(DBR_SYNC_AUTO, false, true, none, msg, sizeof(msg)) == 0 && !msg[0],
+	      "auto does not sync a plain write job (fio's default scrambling does not count)");
+	CHECK(sync_on(DBR_SYNC_ON, false, false, none, msg, sizeof(msg)) == 1, "1 always syncs");
+
+	/* finding 1: verify without gpu_sync cannot pass */
+	CHECK(sync_on(DBR_SYNC_OFF, true, true, none, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "gpu_sync=0 with verify") && strstr(msg, "set gpu_sync=1"),
+	      "verify with gpu_sync=0 is refused naming gpu_sync: %s", msg);
+	CHECK(sync_on(DBR_SYNC_OFF, true, false, none, msg, sizeof(msg)) == -EINVAL,
+	      "read-only verify with gpu_sync=0 too: it would check the host copy only");
+	CHECK(dbr_gpu_sync_on(&host, msg, sizeof(msg)) == 0,
+	      "gpu=host: fio's buffers are the device memory, gpu_sync=0 and verify go together");
+
+	/* finding 4: fio's buffer options decide what writes carry */
+	CHECK(sync_on(DBR_SYNC_AUTO, false, true, pattern, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "gpu_sync=auto -> 1: buffer_pattern"),
+	      "auto syncs writes with buffer_pattern, and says so: %s", msg);
+	CHECK(sync_on(DBR_SYNC_AUTO, false, true, refill, msg, sizeof(msg)) == 1 &&
+	      sync_on(DBR_SYNC_AUTO, false, true, compress, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "buffer_compress_percentage") &&
+	      sync_on(DBR_SYNC_AUTO, false, true, dedupe, msg, sizeof(msg)) == 1 &&
+	      sync_on(DBR_SYNC_AUTO, false, true, scramble, msg, sizeof(msg)) == 1,
+	      "refill_buffers, buffer_compress_percentage, dedupe_percentage and scramble_buffers=1 too");
+	CHECK(sync_on(DBR_SYNC_AUTO, false, false, pattern, msg, sizeof(msg)) == 0 && !msg[0],
+	      "a read-only job writes nothing: no sync for buffer options");
+	CHECK(sync_on(DBR_SYNC_OFF, false, true, pattern, msg, sizeof(msg)) == 0 &&
+	      strstr(msg, "gpu_sync=0: buffer_pattern has no effect"),
+	      "gpu_sync=0 stays off with buffer_pattern and says why: %s", msg);
 }
 
 int main(void)

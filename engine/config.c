@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dbr_config.h"
 #include "dbr_uapi.h"
@@ -40,13 +41,112 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 			 j->buf_bytes >> 20);
 		return -E2BIG;
 	}
+	if (j->transfer == DBR_XFER_P2P && j->nr_files > DBR_MAX_REG_BUFFERS) {
+		snprintf(msg, len, "nrfiles=%u: transfer=p2p registers a dma-buf per file and io_uring's buffer table holds %u; lower nrfiles, or use transfer=bounce (one buffer slot for all files)",
+			 j->nr_files, DBR_MAX_REG_BUFFERS);
+		return -E2BIG;
+	}
 	if (j->transfer != DBR_XFER_BOUNCE &&
 	    j->maps_per_dev > DBR_MAX_MAPS_PER_DEV) {
-		snprintf(msg, len, "%u dma-buf registrations on one device (numjobs x files on it) is over the kernel's %d per device; lower numjobs or nrfiles",
+		snprintf(msg, len, "%u dma-buf registrations on one device (the files on it of every job running together, numjobs included) is over the kernel's %d per device; lower numjobs or nrfiles, or keep jobs apart with stonewall",
 			 j->maps_per_dev, DBR_MAX_MAPS_PER_DEV);
 		return -E2BIG;
 	}
+	if (j->sqpoll_cpu >= 0 && j->online_cpus &&
+	    !dbr_cpu_listed(j->online_cpus, j->sqpoll_cpu)) {
+		snprintf(msg, len, "sqthread_poll_cpu=%d: this machine has no online CPU %d (online CPUs: %s); pick one of them, or drop sqthread_poll_cpu",
+			 j->sqpoll_cpu, j->sqpoll_cpu, j->online_cpus);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/*
+ * The size check again, on what is really registered: fio's area with its
+ * alignment padding (what iomem_alloc is asked for), as the provider rounds
+ * it. area is iodepth x max bs, for the message. Returns 0 or -E2BIG.
+ */
+int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len)
+{
+	if (reg_bytes <= DBR_REGBUF_MAX_BYTES)
+		return 0;
+	snprintf(msg, len, "the thread's buffer area registers as %zu MiB (iodepth x max bs = %zu MiB, plus fio's alignment padding, rounded up to 2 MiB), over the 1024 MiB a registered buffer may hold; lower iodepth or bs, or split the work over numjobs",
+		 reg_bytes >> 20, area >> 20);
+	return -E2BIG;
+}
+
+/*
+ * The CPUs the kernel may run an SQ thread on, as sysfs lists them ("0-3,8");
+ * without sysfs, 0..n-1 of the CPUs online now. Returns 0 or a negative errno.
+ */
+int dbr_online_cpus(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	long n;
+
+	if (f) {
+		bool ok = fgets(buf, (int)len, f) != NULL;
+
+		fclose(f);
+		if (ok) {
+			buf[strcspn(buf, "\n")] = '\0';
+			return 0;
+		}
+	}
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		return -ENOENT;
+	snprintf(buf, len, n == 1 ? "0" : "0-%ld", n - 1);
+	return 0;
+}
+
+/* Is cpu in a sysfs cpu list such as "0-3,8,10-11"? */
+bool dbr_cpu_listed(const char *list, int cpu)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			return false;
+		if (*end == '-') {
+			p = end + 1;
+			hi = strtol(p, &end, 10);
+			if (end == p)
+				return false;
+		}
+		if (cpu >= lo && cpu <= hi)
+			return true;
+		p = *end == ',' ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * Registrations on the busiest of a thread's devices. mine: the devices of
+ * its files (0: not a block device); all: one entry per dma-buf registration
+ * of every thread that may run beside it, its own included.
+ */
+unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
+			     const dev_t *all, unsigned int nr_all)
+{
+	unsigned int i, j, n, most = 0;
+
+	for (i = 0; i < nr_mine; i++) {
+		bool again = !mine[i];
+
+		for (j = 0; j < i && !again; j++)
+			again = mine[j] == mine[i];
+		if (again)
+			continue;
+		for (n = 0, j = 0; j < nr_all; j++)
+			n += all[j] == mine[i];
+		if (n > most)
+			most = n;
+	}
+	return most;
 }
 
 /* "0:1:3" -> {0, 1, 3}; returns the count or -EINVAL with a message. */
@@ -92,7 +192,49 @@ int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)
 	return ids[thread_idx % (unsigned int)n];
 }
 
-bool dbr_gpu_sync_on(enum dbr_gpu_sync s, bool verify)
+/* The first of fio's buffer options that decides what writes carry, or NULL. */
+const char *dbr_buf_option(const struct dbr_buf_opts *b)
 {
-	return s == DBR_SYNC_ON || (s == DBR_SYNC_AUTO && verify);
+	return b->pattern ? "buffer_pattern" :
+	       b->compress ? "buffer_compress_percentage" :
+	       b->dedupe ? "dedupe_percentage" :
+	       b->refill ? "refill_buffers" :
+	       b->scramble ? "scramble_buffers" :
+	       b->zero ? "zero_buffers" : NULL;
+}
+
+/*
+ * Keep fio's buffers and GPU memory in step around each I/O? 1 or 0, or
+ * -EINVAL when the job cannot work without it (verify checks fio's buffers).
+ * gpu_sync=auto turns on for verify and for writes whose contents fio's
+ * buffer options decide; fio's default scrambling of a few bytes per write
+ * does not count (the data a GPU job writes is the GPU's, as fio's own
+ * mem=cudamalloc has it). msg says why when a line is worth it, else "".
+ */
+int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len)
+{
+	const char *opt = j->writes ? dbr_buf_option(&j->buf) : NULL;
+
+	msg[0] = '\0';
+	if (!j->copies)		/* fio's buffers are the device memory */
+		return 0;
+	if (j->setting == DBR_SYNC_ON)
+		return 1;
+	if (j->setting == DBR_SYNC_OFF) {
+		if (j->verify) {
+			snprintf(msg, len, "gpu_sync=0 with verify: fio checks its host buffers, which gpu_sync=0 leaves out of step with GPU memory, so every block would fail verify; set gpu_sync=1 (or leave gpu_sync=auto), or drop verify");
+			return -EINVAL;
+		}
+		if (opt)
+			snprintf(msg, len, "gpu_sync=0: %s has no effect, writes carry what GPU memory holds; set gpu_sync=1 (or auto) to write fio's buffer contents",
+				 opt);
+		return 0;
+	}
+	if (j->verify)
+		return 1;
+	if (!opt)
+		return 0;
+	snprintf(msg, len, "gpu_sync=auto -> 1: %s decides what is written, so each write copies fio's buffer into GPU memory first",
+		 opt);
+	return 1;
 }

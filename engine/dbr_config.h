@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum dbr_transfer {
 	DBR_XFER_P2P	= 0,
@@ -33,13 +34,41 @@ struct dbr_job {
 	bool does_trim;
 	bool verify;
 	size_t buf_bytes;	/* the thread's buffer area */
-	unsigned int maps_per_dev; /* dma-buf registrations on one device */
+	unsigned int nr_files;	/* files of the thread: p2p needs a slot each */
+	unsigned int maps_per_dev; /* dma-buf registrations on its busiest device */
+	int sqpoll_cpu;		/* SQ thread pinned here; < 0: not pinned */
+	const char *online_cpus; /* sysfs cpu list, e.g. "0-3,8"; NULL: unknown */
+};
+
+/* fio's options that decide what a write carries (named as fio names them) */
+struct dbr_buf_opts {
+	bool pattern;		/* buffer_pattern */
+	bool compress;		/* buffer_compress_percentage */
+	bool dedupe;		/* dedupe_percentage */
+	bool refill;		/* refill_buffers */
+	bool scramble;		/* scramble_buffers=1 given by the user */
+	bool zero;		/* zero_buffers */
+};
+
+/* What gpu_sync weighs. */
+struct dbr_sync_job {
+	enum dbr_gpu_sync setting;
+	bool copies;		/* device memory apart from fio's buffers */
+	bool verify;
+	bool writes;
+	struct dbr_buf_opts buf;
 };
 
 int dbr_check_job(const struct dbr_job *j, char *msg, size_t len);
+int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len);
+int dbr_online_cpus(char *buf, size_t len);
+bool dbr_cpu_listed(const char *list, int cpu);
+unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
+			     const dev_t *all, unsigned int nr_all);
 int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
-bool dbr_gpu_sync_on(enum dbr_gpu_sync s, bool verify);
+const char *dbr_buf_option(const struct dbr_buf_opts *b);
+int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len);
 const char *dbr_transfer_name(enum dbr_transfer t);
 
 /*

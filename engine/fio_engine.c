@@ -122,7 +122,7 @@ static struct fio_option options[] = {
 		.def	= "auto",
 		.posval = {
 			  { .ival = "auto", .oval = DBR_SYNC_AUTO,
-			    .help = "On when verify is set" },
+			    .help = "On for verify, and for writes that fio's buffer options shape" },
 			  { .ival = "0", .oval = DBR_SYNC_OFF,
 			    .help = "Off: no CPU-side copies" },
 			  { .ival = "1", .oval = DBR_SYNC_ON,
@@ -185,7 +185,7 @@ struct dbr_data {
 	bool sync;		/* gpu_sync resolved */
 	bool host_registered;
 	bool *slot_live;	/* p2p: slot per file installed */
-	unsigned int nr_slots;
+	unsigned int nr_slots;	/* files: fixed-file slots, for p2p buffer slots */
 	struct dbr_pio *ios;	/* indexed by io_u->index */
 	unsigned int nr_ios;
 	struct dbr_pio **events;
@@ -194,14 +194,15 @@ struct dbr_data {
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 };
 
-/* One line naming cause and fix, then fio's own error record. */
-static int dbr_fail(struct thread_data *td, int err, const char *func,
-		    const char *msg)
-{
-	log_err("%s: %s\n", DBR_NAME, msg);
-	td_verror(td, err, func);
-	return 1;
-}
+/*
+ * One line naming cause and fix, then fio's own error record; evaluates to 1.
+ * A macro so that td_verror's file:line in the record is the caller's.
+ */
+#define dbr_fail(td, err, func, msg) ({				\
+	log_err("%s: %s\n", DBR_NAME, (msg));			\
+	td_verror((td), (err), (func));				\
+	1;							\
+})
 
 /*
  * fio's output (log_info) is for people alone when it is the normal format
@@ -300,35 +301,89 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 	return 0;
 }
 
+extern struct ioengine_ops ioengine;
+
 /*
- * dma-buf registrations one device would carry: numjobs x its files. Each
- * file is inspected once; the counting compares device numbers only.
+ * Threads that may run beside td: fio starts a job with stonewall only once
+ * every job before it has ended, so those between the stonewalls around td.
+ * (tnumber_to_td rather than for_each_td, whose form changed after 3.33.)
+ */
+static void dbr_run_window(struct thread_data *td, unsigned int *first,
+			   unsigned int *last)
+{
+	unsigned int i;
+	bool seen = false;
+
+	*first = 0;
+	*last = thread_number ? thread_number - 1 : 0;
+	for (i = 0; i < thread_number; i++) {
+		struct thread_data *t = tnumber_to_td(i);
+
+		if (i && t->o.stonewall) {
+			if (seen) {
+				*last = i - 1;
+				return;
+			}
+			*first = i;
+		}
+		seen = seen || t == td;
+	}
+}
+
+/* Does t run this engine on a path that may register dma-bufs? */
+static bool dbr_registers_dmabufs(struct thread_data *t)
+{
+	struct dbr_options *o = t->eo;
+
+	return t->io_ops == &ioengine && o && t->o.odirect &&
+	       o->transfer != DBR_XFER_BOUNCE;
+}
+
+/* The device of each of t's block-device files, appended at devs[n]. */
+static unsigned int dbr_file_devs(struct thread_data *t, dev_t *devs,
+				  unsigned int n)
+{
+	struct fio_file *f;
+	unsigned int i;
+
+	for_each_file(t, f, i) {
+		struct dbr_target tg;
+
+		if (!dbr_target_inspect(f->file_name, &tg) && tg.is_blkdev)
+			devs[n++] = tg.rdev;
+	}
+	return n;
+}
+
+/*
+ * dma-buf registrations the busiest of td's devices would carry: one per
+ * file on it of every thread of the run that may register beside td (its
+ * numjobs clones and other job sections alike).
  */
 static unsigned int dbr_maps_per_dev(struct thread_data *td)
 {
-	unsigned int i, j, n, most = 0, nr = td->files_index;
-	struct fio_file *f;
-	dev_t *rdev;
+	unsigned int i, first, last, nr_mine, nr_all = 0, cap = 0, most = 0;
+	dev_t *mine, *all;
 
-	rdev = calloc(nr ? nr : 1, sizeof(*rdev));
-	if (!rdev)
-		return 0;
-	for_each_file(td, f, i) {
-		struct dbr_target t;
+	dbr_run_window(td, &first, &last);
+	for (i = first; i <= last && i < thread_number; i++)
+		cap += tnumber_to_td(i)->files_index;
+	mine = calloc(td->files_index + 1, sizeof(*mine));
+	all = calloc(cap + 1, sizeof(*all));
+	if (!mine || !all)
+		goto out;
+	nr_mine = dbr_file_devs(td, mine, 0);
+	for (i = first; nr_mine && i <= last && i < thread_number; i++) {
+		struct thread_data *t = tnumber_to_td(i);
 
-		if (!dbr_target_inspect(f->file_name, &t) && t.is_blkdev)
-			rdev[i] = t.rdev;
+		if (t == td || dbr_registers_dmabufs(t))
+			nr_all = dbr_file_devs(t, all, nr_all);
 	}
-	for (i = 0; i < nr; i++) {
-		if (!rdev[i])
-			continue;
-		for (n = 0, j = 0; j < nr; j++)
-			n += rdev[j] == rdev[i];
-		if (n > most)
-			most = n;
-	}
-	free(rdev);
-	return most * (td->o.numjobs ? td->o.numjobs : 1);
+	most = dbr_busiest_dev(mine, nr_mine, all, nr_all);
+out:
+	free(mine);
+	free(all);
+	return most;
 }
 
 /* First file that p2p cannot register against, or NULL. */
@@ -405,9 +460,19 @@ static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	return dbr_fail(td, err, "p2p", msg);
 }
 
+/* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */
+static unsigned int dbr_nr_files(struct thread_data *td)
+{
+	unsigned int n = td->files_index > td->o.nr_files ? td->files_index :
+			 td->o.nr_files;
+
+	return n ? n : 1;
+}
+
 static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 {
 	struct dbr_options *o = td->eo;
+	char msg[384], cpus[128];
 	struct dbr_job j = {
 		.transfer	= xfer,
 		.direct		= td->o.odirect,
@@ -415,12 +480,51 @@ static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 		.does_trim	= td_trim(td),
 		.verify		= td->o.verify != VERIFY_NONE,
 		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
+		.nr_files	= dbr_nr_files(td),
 		.maps_per_dev	= xfer == DBR_XFER_P2P ? dbr_maps_per_dev(td) : 0,
+		.sqpoll_cpu	= o->sqpoll && o->sqpoll_cpu_set ?
+				  (int)o->sqpoll_cpu : -1,
+		.online_cpus	= cpus,
 	};
-	char msg[384];
-	int ret = dbr_check_job(&j, msg, sizeof(msg));
+	int ret;
+
+	if (j.sqpoll_cpu >= 0 && dbr_online_cpus(cpus, sizeof(cpus)) < 0)
+		j.online_cpus = NULL;	/* unknown: the kernel will say */
+	ret = dbr_check_job(&j, msg, sizeof(msg));
 
 	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
+}
+
+/* Settle gpu_sync for the provider picked: refuse verify without it, and
+ * say (once per job) when fio's buffer options turn it on or go unheard. */
+static int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	struct thread_options *to = &td->o;
+	struct dbr_sync_job j = {
+		.setting	= o->gpu_sync,
+		.copies		= dd->prov != &gpu_host_provider,
+		.verify		= to->verify != VERIFY_NONE,
+		.writes		= td_write(td),
+		.buf = {
+			.pattern	= to->buffer_pattern_bytes > 0,
+			.compress	= to->compress_percentage > 0,
+			.dedupe		= to->dedupe_percentage > 0,
+			.refill		= to->refill_buffers,
+			.scramble	= to->scramble_buffers &&
+					  fio_option_is_set(to, scramble_buffers),
+			.zero		= to->zero_buffers,
+		},
+	};
+	char msg[384];
+	int ret = dbr_gpu_sync_on(&j, msg, sizeof(msg));
+
+	if (ret < 0)
+		return dbr_fail(td, -ret, "gpu_sync", msg);
+	dd->sync = ret;
+	if (msg[0] && dbr_first_thread(td))
+		dbr_info("%s: %s", td->o.name, msg);
+	return 0;
 }
 
 static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
@@ -428,10 +532,7 @@ static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 	unsigned int depth = td->o.iodepth;
 
 	dd->nr_ios = depth;
-	dd->nr_slots = td->files_index > td->o.nr_files ? td->files_index :
-		       td->o.nr_files;
-	if (!dd->nr_slots)
-		dd->nr_slots = 1;
+	dd->nr_slots = dbr_nr_files(td);
 	dd->ios = calloc(depth, sizeof(*dd->ios));
 	dd->events = calloc(depth, sizeof(*dd->events));
 	dd->queued = calloc(depth, sizeof(*dd->queued));
@@ -467,10 +568,12 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "io_uring_setup: %s%s", strerror(-ret),
 			 ret == -EPERM ? " (io_uring is disabled: check sysctl kernel.io_uring_disabled)" :
-			 ret == -ENOMEM ? " (raise ulimit -l)" : "");
+			 ret == -ENOMEM ? " (raise ulimit -l)" :
+			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
 	}
-	ret = dbr_ring_register_buf_table(&dd->ring, dd->nr_slots);
+	/* p2p: a dma-buf slot per file; bounce: one host slot for all */
+	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ? dd->nr_slots : 1);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "registering a sparse buffer table: %s (io_uring needs Linux >= 5.19)",
 			 strerror(-ret));
@@ -511,10 +614,10 @@ static int dbr_init(struct thread_data *td)
 		goto err;
 	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
-	if (dbr_pick_provider(td, dd) || dbr_setup_ring(td, dd))
-		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
-	dd->sync = dbr_gpu_sync_on(o->gpu_sync, td->o.verify != VERIFY_NONE);
+	if (dbr_pick_provider(td, dd) || dbr_pick_sync(td, dd) ||
+	    dbr_setup_ring(td, dd))
+		goto err;
 	return 0;
 err:
 	dbr_cleanup(td);
@@ -545,6 +648,11 @@ static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 	int ret;
 
 	gpu_buf_init(&dd->buf, prov, dd->buf.dev_id, total_mem);
+	ret = dbr_check_reg_bytes(dd->buf.size,
+				  (size_t)td->o.iodepth * td_max_bs(td),
+				  msg, sizeof(msg));
+	if (ret)
+		return dbr_fail(td, -ret, "iomem_alloc", msg);
 	ret = gpu_buf_alloc(&dd->buf, dd->nr_ios);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
@@ -662,6 +770,9 @@ static int dbr_post_init(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
 
+	/* fio 3.33 calls post_init even when iomem_alloc failed */
+	if (!td->orig_buffer)
+		return 1;
 	if (dbr_pipe_init(&dd->pipe, &dd->ring, &dd->buf, dd->nr_ios, dd->p2p,
 			  dd->sync) < 0)
 		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
@@ -677,24 +788,28 @@ static int dbr_post_init(struct thread_data *td)
 /* ------------------------------------------------------------------------ */
 /* files: a dma-buf slot is bound to one file                               */
 
-static int dbr_register_file_slot(struct thread_data *td, struct dbr_data *dd,
-				  struct fio_file *f)
+static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
+			   struct fio_file *f)
 {
 	char msg[512];
 	int ret;
 
 	if (f->fileno >= (int)dd->nr_slots)
 		return dbr_fail(td, EINVAL, "open_file", "file index beyond the buffer table");
-	ret = dbr_ring_quiesce(&dd->ring);
-	if (!ret)
-		ret = dbr_ring_install_dmabuf(&dd->ring, f->fileno,
-					      dd->buf.dmabuf_fd, f->fd);
+	ret = dbr_ring_attach_file(&dd->ring, f->fileno, f->fd,
+				   dd->p2p ? dd->buf.dmabuf_fd : -1);
 	if (!ret) {
-		dd->slot_live[f->fileno] = true;
+		dd->slot_live[f->fileno] = dd->p2p;
 		return 0;
 	}
-	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s failed: %s%s",
+	if (!dd->p2p) {
+		snprintf(msg, sizeof(msg), "registerfiles: registering %s as a fixed file failed: %s; drop registerfiles",
+			 f->file_name, strerror(-ret));
+		return dbr_fail(td, -ret, "register file", msg);
+	}
+	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s%s failed: %s%s",
 		 dd->buf.size >> 20, dd->prov->name, f->file_name,
+		 dd->ring.nr_files ? " (and the file, registerfiles)" : "",
 		 strerror(-ret),
 		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
 		 ret == -EINVAL ? " (the kernel refused the descriptor: the target must be opened O_DIRECT and the dma-buf within the kernel's size limit)" :
@@ -704,7 +819,6 @@ static int dbr_register_file_slot(struct thread_data *td, struct dbr_data *dd,
 
 static int dbr_open_file(struct thread_data *td, struct fio_file *f)
 {
-	struct dbr_options *o = td->eo;
 	struct dbr_data *dd = td->io_ops_data;
 	int ret;
 
@@ -712,17 +826,10 @@ static int dbr_open_file(struct thread_data *td, struct fio_file *f)
 	/* fio also opens block devices to size them, before init */
 	if (ret || !dd)
 		return ret;
-	if (o->registerfiles) {
-		ret = dbr_ring_set_file(&dd->ring, f->fileno, f->fd);
-		if (ret < 0) {
-			td_verror(td, -ret, "register file");
-			goto err_close;
-		}
-	}
-	if (dd->p2p && dbr_register_file_slot(td, dd, f))
-		goto err_close;
-	return 0;
-err_close:
+	if (!dd->ring.nr_files && !dd->p2p)
+		return 0;
+	if (!dbr_attach_file(td, dd, f))
+		return 0;
 	/* keep the error that brought us here, not the close's */
 	if (generic_close_file(td, f))
 		log_err("%s: closing %s failed too\n", DBR_NAME, f->file_name);
@@ -731,16 +838,12 @@ err_close:
 
 static int dbr_close_file(struct thread_data *td, struct fio_file *f)
 {
-	struct dbr_options *o = td->eo;
 	struct dbr_data *dd = td->io_ops_data;
 
 	if (dd && dd->ring.ready && f->fileno < (int)dd->nr_slots) {
-		dbr_ring_quiesce(&dd->ring);
-		if (dd->slot_live[f->fileno])
-			dbr_ring_clear_buf(&dd->ring, f->fileno, true);
+		dbr_ring_detach_file(&dd->ring, f->fileno,
+				     dd->slot_live[f->fileno]);
 		dd->slot_live[f->fileno] = false;
-		if (o->registerfiles)
-			dbr_ring_set_file(&dd->ring, f->fileno, -1);
 	}
 	return generic_close_file(td, f);
 }

@@ -176,6 +176,54 @@ int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf)
 }
 
 /*
+ * A target file opened: its fixed-file entry in slot (when the ring has a
+ * file table) and, with dmabuf_fd >= 0, the dma-buf bound to it in the same
+ * buffer slot, on a quiet ring. All or nothing: when the dma-buf cannot be
+ * installed the file entry goes again (the caller closes fd, and the table
+ * would keep the file open).
+ */
+int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
+			 int dmabuf_fd)
+{
+	int ret;
+
+	if (r->nr_files) {
+		ret = dbr_ring_set_file(r, slot, fd);
+		if (ret < 0)
+			return ret;
+	}
+	if (dmabuf_fd < 0)
+		return 0;
+	ret = dbr_ring_quiesce(r);
+	if (!ret)
+		ret = dbr_ring_install_dmabuf(r, slot, dmabuf_fd, fd);
+	if (ret < 0 && r->nr_files)
+		dbr_ring_set_file(r, slot, -1);
+	return ret;
+}
+
+/*
+ * Undo dbr_ring_attach_file (dmabuf: a dma-buf is installed in slot). Only
+ * the dma-buf needs a quiet ring; a fixed-file entry may change under I/O
+ * (requests in flight hold their own reference to the file).
+ */
+int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf)
+{
+	int ret = 0, ret2;
+
+	if (dmabuf) {
+		ret = dbr_ring_quiesce(r);
+		ret2 = dbr_ring_clear_buf(r, slot, true);
+		ret = ret ? ret : ret2;
+	}
+	if (r->nr_files) {
+		ret2 = dbr_ring_set_file(r, slot, -1);
+		ret = ret ? ret : ret2;
+	}
+	return ret;
+}
+
+/*
  * Does this kernel speak the series' extended buffer update? Clearing an
  * empty slot with an EMPTY descriptor is harmless everywhere: kernels without
  * the series reject the non-zero flags word with EINVAL, kernels built

@@ -79,6 +79,9 @@ int dbr_ring_install_host(struct dbr_ring *r, unsigned int slot,
 int dbr_ring_install_dmabuf(struct dbr_ring *r, unsigned int slot,
 			    int dmabuf_fd, int target_fd);
 int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf);
+int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
+			 int dmabuf_fd);
+int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf);
 
 int dbr_probe_p2p(void);
 

@@ -104,6 +104,13 @@ run_refused() {
 	fi
 }
 
+# hip_report FILE: the HIP double's last report line of each process (it
+# appends one at every release and at exit: fio's job processes leave
+# through _exit, past any destructor)
+hip_report() {
+	awk '{ last[$1] = $0 } END { for (p in last) print last[p] }' "$1" 2>/dev/null
+}
+
 # a scratch file of SIZE (fio lays it out itself when absent)
 scratch_file() { echo "$TMPD/${1:-data}.bin"; }
 

@@ -188,10 +188,11 @@ if [ -f "$hiplibs/libamdhip64.so" ]; then
 	fi
 	check_line hip gpu.pci warning 'PCI address unknown'
 	check_line hip kernel.p2pdma warning 'CONFIG_PCI_P2PDMA|kernel config'
-	if grep -q 'live_allocs=0 live_streams=0 live_events=0 live_host_regs=0.* dev1=1' "$TMPD/hip.report"; then
-		pass "hip: one allocation on device 1, nothing left behind ($(cat "$TMPD/hip.report"))"
+	if hip_report "$TMPD/hip.report" |
+	   grep -q 'live_allocs=0 live_streams=0 live_events=0 live_host_regs=0.* dev1=1'; then
+		pass "hip: one allocation on device 1, nothing left behind ($(hip_report "$TMPD/hip.report"))"
 	else
-		fail "hip: the double's report: $(cat "$TMPD/hip.report" 2>/dev/null)"
+		fail "hip: the double's report: $(hip_report "$TMPD/hip.report")"
 	fi
 	LD_LIBRARY_PATH=$hiplibs HIPDOUBLE_DEVICES=0 doctor hip0 --gpu hip "$img"
 	expect_not_ready hip0 'gpu=hip: '

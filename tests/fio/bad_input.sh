@@ -31,22 +31,70 @@ if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 16M); then
 	run_refused p2p-too-many-maps "257 dma-buf registrations on one device.*over the kernel's 256" \
 		--name=bad --filename="$dev" --size=4m --bs=4k --rw=read --gpu=host \
 		--transfer=p2p --direct=1 --numjobs=257 --thread
+	# two job sections on one device count together: 2 x 129 > 256 ...
+	two=(--filename="$dev" --size=4m --bs=4k --rw=read --gpu=host --transfer=p2p
+		--direct=1 --numjobs=129 --thread)
+	run_refused p2p-too-many-maps-2-jobs "258 dma-buf registrations on one device.*over the kernel's 256" \
+		--name=a "${two[@]}" --name=b "${two[@]}"
+	# ... unless a stonewall keeps them apart: then the loop device is the reason
+	run_refused p2p-maps-stonewalled "transfer=p2p cannot run" \
+		--name=a "${two[@]}" --name=b "${two[@]}" --stonewall
+	grep -q "dma-buf registrations on one device" "$TMPD/p2p-maps-stonewalled.out" &&
+		fail "p2p-maps-stonewalled: jobs behind a stonewall were counted together" ||
+		pass "p2p-maps-stonewalled: jobs behind a stonewall count on their own"
 else
 	skip_note="loop devices need root and a free loop device"
 	fail "p2p-loop-device: $skip_note"
 fi
 
+# p2p needs a buffer slot per file: more files than io_uring's table holds is
+# named before any file is made
+run_refused p2p-too-many-files "nrfiles=16385: transfer=p2p registers a dma-buf per file and io_uring's buffer table holds 16384; lower nrfiles, or use transfer=bounce" \
+	--name=bad --directory="$TMPD" --nrfiles=16385 --filesize=4k --create_on_open=1 \
+	--bs=4k --rw=read --gpu=host --transfer=p2p --direct=1
+
 run_refused hipri "hipri \(IOPOLL\) is not supported.*drop hipri" \
 	"${base[@]}" --gpu=host --transfer=bounce --hipri
+# a CPU this machine does not have: named, with the CPUs it has, before
+# io_uring_setup answers a bare EINVAL
+online=$(cat /sys/devices/system/cpu/online 2>/dev/null || echo "[0-9]")
+run_refused sqpoll-cpu-missing "sqthread_poll_cpu=99999: this machine has no online CPU 99999 \(online CPUs: $online\); pick one of them" \
+	"${base[@]}" --gpu=host --transfer=bounce --sqthread_poll=1 --sqthread_poll_cpu=99999
 run_refused trim "trim is not supported" \
 	--name=bad --filename="$f" --size=4m --bs=4k --rw=randtrim --gpu=host --transfer=bounce
 run_refused buffer-over-1g "buffer area \(2048 MiB = iodepth x max bs\) is over the 1024 MiB.*lower iodepth or bs" \
 	--name=bad --filename="$f" --size=32m --bs=16m --iodepth=128 --rw=read --gpu=host \
 	--transfer=bounce
+# exactly 1 GiB of iodepth x bs, but fio pads it for O_DIRECT alignment and the
+# provider rounds it up: what would be registered is over the limit. Refused
+# at start, in one line, before anything is allocated.
+run_refused buffer-1g-padded "buffer area registers as 1026 MiB \(iodepth x max bs = 1024 MiB, plus fio's alignment padding, rounded up to 2 MiB\), over the 1024 MiB.*lower iodepth or bs" \
+	--name=bad --filename="$f" --size=4m --bs=1m --iodepth=1024 --direct=1 --rw=read \
+	--gpu=host --transfer=bounce
+n=$(grep -c '^dmabuf_uring: ' "$TMPD/buffer-1g-padded.out")
+[ "$n" -eq 1 ] && pass "buffer-1g-padded: one dmabuf_uring line" ||
+	fail "buffer-1g-padded: $n dmabuf_uring lines, want one"
 run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=host sees 1 device" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:3 --numjobs=2 --thread
 run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
+
+# fio's error record (err=N/file:F:L, func=X) names the line that refused, not
+# a helper every refusal goes through
+record_names_caller() {
+	local rec line func src=$SRCDIR/engine/fio_engine.c
+	rec=$(grep -o 'file:[^,]*fio_engine\.c:[0-9]*, func=[^,]*' "$TMPD/$1.out" | head -1)
+	line=${rec#*fio_engine.c:}
+	line=${line%%,*}
+	func=${rec#*func=}
+	if [ -n "$rec" ] && sed -n "${line},$((line + 2))p" "$src" | grep -qF "\"$func\""; then
+		pass "$1: fio's error record names the refusing line ($line, func=$func)"
+	else
+		fail "$1: fio's error record names '${rec:-nothing}', not the line that refused"
+	fi
+}
+record_names_caller hipri
+record_names_caller dev-id-garbage
 
 # values fio's own parser rejects: non-zero exit is all we can ask
 for opt in --transfer=dma --gpu=opencl --gpu_sync=2; do

@@ -21,6 +21,12 @@ run_ok sqthread-poll --name=sq "${common[@]}" --rw=randwrite --sqthread_poll \
 run_ok two-jobs-one-file --name=a "${common[@]}" --filename=shared.bin --rw=randwrite \
 	--name=b --directory="$d" --filename=shared.bin --size=8m --gpu=host \
 	--transfer=bounce --direct=1 --rw=read --bs=64k --iodepth=4 --stonewall
+# more files than io_uring's buffer table holds (16384): bounce registers one
+# slot for all of them, so this runs (files created as fio opens them)
+many=(--directory="$d" --nrfiles=16385 --filesize=4k --openfiles=64 --create_on_open=1
+	--io_size=256k --gpu=host --transfer=bounce --rw=write --bs=4k --iodepth=4 --thread)
+run_ok nrfiles-16385-bounce --name=many "${many[@]}"
+run_ok nrfiles-16385-bounce-registerfiles --name=manyrf "${many[@]}" --registerfiles
 
 # each thread names its path once per job: the first clone only
 n=$(grep -c "^dmabuf_uring: th: gpu=host" "$TMPD/numjobs-4-threads.out" || true)

@@ -21,9 +21,14 @@
  *   HIPDOUBLE_DELAY_US=N    each copy takes at least N microseconds
  *   HIPDOUBLE_CORRUPT=N     every Nth copy into device memory flips its first
  *                           byte (a negative control for verify)
- *   HIPDOUBLE_REPORT=FILE   at exit, append one line of counters (live
- *                           objects left behind, copies from memory that
- *                           was not hipHostRegister'ed, allocations per device)
+ *   HIPDOUBLE_LEAK=free     hipFree answers hipSuccess and frees nothing (a
+ *                           leak the report must show)
+ *   HIPDOUBLE_REPORT=FILE   append one line of counters (live objects, copies
+ *                           from memory that was not hipHostRegister'ed,
+ *                           allocations per device) at every release call and
+ *                           at exit; a process's last line is its final state.
+ *                           Per release, not only at exit: fio's job processes
+ *                           leave through _exit, which runs no destructor.
  *
  * hipMemcpyBatchAsync is there as ROCm 7 has it (copies of one call run in
  * the order given here; the real one promises no order within a call), and
@@ -76,7 +81,9 @@ static struct {
 	long corrupt;
 	bool no_export;
 	long fail_copy_at;
+	bool leak_free;
 	char fail[128];
+	const char *report;
 } cfg;
 
 static struct {
@@ -119,24 +126,46 @@ __attribute__((constructor)) static void double_init(void)
 	cfg.fail_copy_at = s ? atol(s) : 0;
 	s = getenv("HIPDOUBLE_FAIL");
 	snprintf(cfg.fail, sizeof(cfg.fail), "%s", s ? s : "");
+	s = getenv("HIPDOUBLE_LEAK");
+	cfg.leak_free = s && !strcmp(s, "free");
+	cfg.report = getenv("HIPDOUBLE_REPORT");
+}
+
+/* One line of counters, appended in one write (processes share the file). */
+static void report(const char *at)
+{
+	char line[512];
+	size_t n;
+	int fd, i;
+
+	if (!cfg.report)
+		return;
+	pthread_mutex_lock(&lock);
+	n = (size_t)snprintf(line, sizeof(line), "pid=%d live_allocs=%ld live_streams=%ld live_events=%ld live_host_regs=%ld copies=%ld unpinned_copies=%ld exports=%ld",
+			     (int)getpid(), cnt.live_allocs,
+			     __atomic_load_n(&cnt.live_streams, __ATOMIC_RELAXED),
+			     __atomic_load_n(&cnt.live_events, __ATOMIC_RELAXED),
+			     cnt.live_host_regs, cnt.copies, cnt.unpinned_copies,
+			     __atomic_load_n(&cnt.exports, __ATOMIC_RELAXED));
+	for (i = 0; i < cfg.devices && n < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " dev%d=%ld",
+				      i, cnt.allocs_on[i]);
+	pthread_mutex_unlock(&lock);
+	if (n < sizeof(line))
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " at=%s\n", at);
+	if (n >= sizeof(line))
+		n = sizeof(line) - 1;
+	fd = open(cfg.report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, line, n) != (ssize_t)n)
+		fprintf(stderr, "HIP double: short write to %s\n", cfg.report);
+	close(fd);
 }
 
 __attribute__((destructor)) static void double_report(void)
 {
-	const char *path = getenv("HIPDOUBLE_REPORT");
-	FILE *f;
-	int i;
-
-	if (!path || !(f = fopen(path, "ae")))
-		return;
-	fprintf(f, "pid=%d live_allocs=%ld live_streams=%ld live_events=%ld live_host_regs=%ld copies=%ld unpinned_copies=%ld exports=%ld",
-		(int)getpid(), cnt.live_allocs, cnt.live_streams,
-		cnt.live_events, cnt.live_host_regs, cnt.copies,
-		cnt.unpinned_copies, cnt.exports);
-	for (i = 0; i < cfg.devices; i++)
-		fprintf(f, " dev%d=%ld", i, cnt.allocs_on[i]);
-	fputc('\n', f);
-	fclose(f);
+	report("exit");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -263,6 +292,10 @@ hipError_t hipFree(void *ptr)
 
 	if (!ptr)
 		return hipSuccess;
+	if (cfg.leak_free) {
+		report("hipFree(leaked)");
+		return hipSuccess;
+	}
 	pthread_mutex_lock(&lock);
 	r = unlink_base(&dev_mem, ptr);
 	if (r)
@@ -273,6 +306,7 @@ hipError_t hipFree(void *ptr)
 	munmap(r->base, r->size);
 	close(r->memfd);
 	free(r);
+	report("hipFree");
 	return hipSuccess;
 }
 
@@ -318,6 +352,7 @@ hipError_t hipHostUnregister(void *ptr)
 	if (!r)
 		return hipErrorHostMemoryNotRegistered;
 	free(r);
+	report("hipHostUnregister");
 	return hipSuccess;
 }
 
@@ -535,6 +570,7 @@ hipError_t hipStreamDestroy(hipStream_t s)
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 	__atomic_sub_fetch(&cnt.live_streams, 1, __ATOMIC_RELAXED);
+	report("hipStreamDestroy");
 	return hipSuccess;
 }
 
@@ -745,5 +781,6 @@ hipError_t hipEventDestroy(hipEvent_t ev)
 		return hipErrorInvalidResourceHandle;
 	free(ev);
 	__atomic_sub_fetch(&cnt.live_events, 1, __ATOMIC_RELAXED);
+	report("hipEventDestroy");
 	return hipSuccess;
 }

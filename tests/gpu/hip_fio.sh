@@ -11,12 +11,22 @@ export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export HIPDOUBLE_REPORT=$TMPD/report
 export HIPDOUBLE_DELAY_US=50
 
+# what the processes of the last run left behind (their final report lines
+# that are not clean); "no report" when no process reported
+left_behind() {
+	local final
+	final=$(hip_report "$HIPDOUBLE_REPORT")
+	[ -n "$final" ] || { echo "no report"; return; }
+	echo "$final" | grep -v "live_allocs=0 live_streams=0 live_events=0 live_host_regs=0"
+}
 no_leaks() {
-	if [ -s "$HIPDOUBLE_REPORT" ] &&
-	   ! grep -v "live_allocs=0 live_streams=0 live_events=0 live_host_regs=0" "$HIPDOUBLE_REPORT" | grep -q .; then
-		pass "$1: nothing left behind, $(grep -o 'copies=[0-9]*' "$HIPDOUBLE_REPORT" | head -1) copies"
+	local left
+	left=$(left_behind)
+	if [ -z "$left" ]; then
+		pass "$1: nothing left behind, $(hip_report "$HIPDOUBLE_REPORT" |
+			grep -o ' copies=[0-9]*' | awk -F= '{ n += $2 } END { print n }') copies"
 	else
-		fail "$1: left behind: $(cat "$HIPDOUBLE_REPORT" 2>/dev/null)"
+		fail "$1: left behind: $left"
 	fi
 	grep -q "unpinned_copies=[1-9]" "$HIPDOUBLE_REPORT" &&
 		fail "$1: copies from memory that is not page-locked"
@@ -63,6 +73,62 @@ else
 fi
 : >"$HIPDOUBLE_REPORT"
 
+# verify checks fio's host buffers: with gpu_sync=0 they do not carry what
+# moves through GPU memory, so every block would fail. Refused at start.
+run_refused verify-gpu-sync-0 "gpu_sync=0 with verify: .*; set gpu_sync=1 \(or leave gpu_sync=auto\), or drop verify" \
+	--name=w "${common[@]}" --rw=write --bs=64k --iodepth=4 --thread --gpu_sync=0
+
+# fio's buffer options decide what a write carries; with them GPU memory is
+# kept in step (gpu_sync=auto -> 1), so their data reaches the file.
+# blocks FILE BS HEX: "<blocks> <distinct> <blocks equal to the pattern>"
+blocks() {
+	python3 - "$@" <<'PY'
+import sys
+path, bs, pat = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+d = open(path, 'rb').read()
+blks = [d[i:i + bs] for i in range(0, len(d), bs)]
+p = (pat * (bs // len(pat) + 1))[:bs]
+print(len(blks), len(set(blks)), sum(b == p for b in blks))
+PY
+}
+bo=(--size=1m --bs=4k --iodepth=4 --gpu=hip --transfer=bounce --thread)
+pf=$TMPD/pattern.bin
+run_ok pattern-write --name=pw --filename="$pf" "${bo[@]}" --rw=write \
+	--buffer_pattern=0xdeadbeef
+if [ "$(od -A n -t x1 -N 8 "$pf" | tr -d ' ')" = deadbeefdeadbeef ] &&
+   [ "$(blocks "$pf" 4096 deadbeef)" = "256 1 256" ]; then
+	pass "buffer_pattern=0xdeadbeef is on every block of the file"
+else
+	fail "buffer_pattern, rw=write: $(blocks "$pf" 4096 deadbeef) (blocks distinct pattern); $(od -A d -t x1 -N 16 "$pf" | head -1)"
+fi
+grep -q "gpu_sync=auto -> 1: buffer_pattern" "$TMPD/pattern-write.out" &&
+	pass "gpu_sync=auto -> 1 is announced with the option that asked for it" ||
+	fail "gpu_sync=auto -> 1 not announced: $(grep '^dmabuf_uring' "$TMPD/pattern-write.out")"
+# reads in between bring the file's data into GPU memory: every write must
+# still carry the pattern
+head -c 1M /dev/zero >"$pf"
+run_ok pattern-rw --name=prw --filename="$pf" "${bo[@]}" --rw=rw \
+	--buffer_pattern=0xdeadbeef
+writes=$(grep -o 'issued rwts: total=[0-9]*,[0-9]*' "$TMPD/pattern-rw.out" | cut -d, -f2)
+got=$(blocks "$pf" 4096 deadbeef)
+[ "${got##* }" = "${writes:-none}" ] && [ "$writes" -gt 0 ] &&
+	pass "buffer_pattern, rw=rw: all $writes written blocks carry the pattern" ||
+	fail "buffer_pattern, rw=rw: ${got##* } of $writes written blocks carry the pattern"
+# refill_buffers: new data for every write, so no two blocks alike
+rf=$TMPD/refill.bin
+run_ok refill-write --name=rf --filename="$rf" "${bo[@]}" --rw=write --refill_buffers=1
+got=$(blocks "$rf" 4096 00)
+[ "$(echo "$got" | cut -d' ' -f1-2)" = "256 256" ] &&
+	pass "refill_buffers: 256 distinct blocks of 256" ||
+	fail "refill_buffers: $(echo "$got" | cut -d' ' -f2) distinct blocks of 256"
+# gpu_sync=0 keeps its promise of no copies, and says what that costs
+run_ok pattern-gpu-sync-0 --name=p0 --filename="$pf" "${bo[@]}" --rw=write \
+	--buffer_pattern=0xdeadbeef --gpu_sync=0
+grep -q "^dmabuf_uring: p0: gpu_sync=0: buffer_pattern has no effect" "$TMPD/pattern-gpu-sync-0.out" &&
+	pass "gpu_sync=0 says that buffer_pattern has no effect" ||
+	fail "gpu_sync=0 with buffer_pattern: no line saying why it has no effect"
+: >"$HIPDOUBLE_REPORT"
+
 # two devices, four threads: thread i on device i mod 2
 : >"$HIPDOUBLE_REPORT"
 # (a file per job: verify needs each job to own its blocks)
@@ -74,9 +140,21 @@ grep -q " dev0=2 dev1=2" "$HIPDOUBLE_REPORT" && pass "2 threads' memory on each 
 	fail "allocations per device: $(cat "$HIPDOUBLE_REPORT")"
 no_leaks two-devices-4-threads
 
-# fork mode: every job process loads the runtime on its own
+# fork mode: every job process loads the runtime on its own, and leaves
+# through _exit: its report must still arrive, and show a leak
 run_ok processes-2 --name=p "${per_job[@]}" --rw=randwrite --bs=16k --iodepth=8 \
 	--numjobs=2
+n=$(hip_report "$HIPDOUBLE_REPORT" | wc -l)
+[ "$n" -eq 2 ] && pass "processes-2: both job processes reported" ||
+	fail "processes-2: $n job processes reported, want 2"
+no_leaks processes-2
+HIPDOUBLE_LEAK=free run_ok processes-2-leak --name=p "${per_job[@]}" --rw=randwrite \
+	--bs=16k --iodepth=8 --numjobs=2
+left=$(left_behind)
+[ "$(echo "$left" | grep -c 'live_allocs=1 ')" -eq 2 ] &&
+	pass "a leak injected in fork mode (hipFree frees nothing) is caught in both processes" ||
+	fail "an injected leak in fork mode went unseen: ${left:-nothing left behind}"
+: >"$HIPDOUBLE_REPORT"
 
 if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 32M); then
 	run_ok loop-randwrite-verify --name=l --filename="$dev" --size=32m --gpu=hip \
@@ -97,6 +175,9 @@ HIPDOUBLE_DEVICES=0 run_refused no-device "gpu=hip: the HIP runtime sees no AMD 
 	"${base[@]}"
 HIPDOUBLE_FAIL=malloc run_refused alloc-failure \
 	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipMalloc: hipErrorOutOfMemory" "${base[@]}"
+n=$(grep -c '^dmabuf_uring: ' "$TMPD/alloc-failure.out")
+[ "$n" -eq 1 ] && pass "alloc-failure: one dmabuf_uring line" ||
+	fail "alloc-failure: $n dmabuf_uring lines, want one"
 HIPDOUBLE_FAIL=hostregister run_refused hostregister-failure \
 	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipHostRegister of the host buffer" "${base[@]}"
 no_leaks failures

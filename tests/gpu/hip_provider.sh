@@ -32,23 +32,24 @@ hipcheck() {
 	fi
 }
 
-# no_leaks NAME: the double's exit report shows nothing left behind
+# no_leaks NAME: the double's final report shows nothing left behind
 no_leaks() {
-	if grep -q "live_allocs=0 live_streams=0 live_events=0 live_host_regs=0" "$report"; then
+	if hip_report "$report" | grep -q "live_allocs=0 live_streams=0 live_events=0 live_host_regs=0"; then
 		pass "$1: nothing left behind"
 	else
-		fail "$1: left behind: $(cat "$report")"
+		fail "$1: left behind: $(hip_report "$report")"
 	fi
 }
 
 hipcheck copies-4-threads-2-devices 0 "thread 3: ok: 8 MiB on device 1, copies verified" \
 	HIPDOUBLE_DEVICES=2 HIPDOUBLE_DELAY_US=300 -- -d 0:1 -t 4 -x skip
 no_leaks copies-4-threads-2-devices
-grep -q " dev0=2 dev1=2" "$report" && pass "2 allocations on each device" ||
-	fail "allocations per device: $(cat "$report")"
-grep -q "unpinned_copies=0" "$report" && ! grep -q " copies=0 " "$report" &&
+final=$(hip_report "$report")
+grep -q " dev0=2 dev1=2" <<<"$final" && pass "2 allocations on each device" ||
+	fail "allocations per device: $final"
+grep -q "unpinned_copies=0" <<<"$final" && ! grep -q " copies=0 " <<<"$final" &&
 	pass "every copy came from hipHostRegister'ed memory" ||
-	fail "copies from memory that is not page-locked: $(cat "$report")"
+	fail "copies from memory that is not page-locked: $final"
 grep -Eq "[1-9][0-9]* polls not ready" "$TMPD/copies-4-threads-2-devices.out" &&
 	pass "copies are asynchronous: markers seen not ready" ||
 	fail "no marker was ever seen not ready"

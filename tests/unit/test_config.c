@@ -14,6 +14,7 @@ static struct dbr_job good_job(void)
 		.direct		= true,
 		.buf_bytes	= 32 * 4096,
 		.maps_per_dev	= 1,
+		.sqpoll_cpu	= -1,
 	};
 	return j;
 }
@@ -52,6 +53,24 @@ static void test_check_job(void)
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG,
 	      "the 1 GiB limit holds for host fixed buffers too");
 
+	/* bs=1m iodepth=1024 direct=1: fio pads, the provider rounds up */
+	CHECK(dbr_check_reg_bytes(DBR_REGBUF_MAX_BYTES, DBR_REGBUF_MAX_BYTES, msg,
+				  sizeof(msg)) == 0, "1 GiB registered passes");
+	CHECK(dbr_check_reg_bytes(1026 << 20, DBR_REGBUF_MAX_BYTES, msg, sizeof(msg)) == -E2BIG &&
+	      strstr(msg, "registers as 1026 MiB (iodepth x max bs = 1024 MiB"),
+	      "1 GiB of io_us padded to 1026 MiB is refused naming both: %s", msg);
+
+	j = good_job();
+	j.nr_files = DBR_MAX_REG_BUFFERS;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "16384 files fit p2p's buffer table");
+	j.nr_files = DBR_MAX_REG_BUFFERS + 1;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG &&
+	      strstr(msg, "nrfiles=16385: transfer=p2p registers a dma-buf per file"),
+	      "16385 files are over p2p's buffer table: %s", msg);
+	j.transfer = DBR_XFER_BOUNCE;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0,
+	      "bounce uses one buffer slot for any number of files");
+
 	j = good_job();
 	j.maps_per_dev = DBR_MAX_MAPS_PER_DEV;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "256 mappings on a device pass");
@@ -61,6 +80,42 @@ static void test_check_job(void)
 	j.transfer = DBR_XFER_BOUNCE;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0,
 	      "bounce registers no dma-buf, so no mapping limit");
+
+	j = good_job();
+	j.online_cpus = "0-3,8";
+	j.sqpoll_cpu = 8;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "an online SQ CPU passes");
+	j.sqpoll_cpu = 5;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "sqthread_poll_cpu=5: this machine has no online CPU 5 (online CPUs: 0-3,8)"),
+	      "an SQ CPU the machine lacks is named with the CPUs it has: %s", msg);
+}
+
+static void test_busiest_dev(void)
+{
+	/* this thread: two files on device 7, one on 9; beside it, two more
+	 * threads (another job section) with a file on 7 each, one on 5 */
+	const dev_t mine[] = { 7, 7, 9 };
+	const dev_t all[] = { 7, 7, 9, 7, 7, 5 };
+
+	CHECK(dbr_busiest_dev(mine, 3, all, 6) == 4,
+	      "every thread's registrations on a device count (4 on device 7)");
+	CHECK(dbr_busiest_dev(mine + 2, 1, all, 6) == 1,
+	      "only the devices of this thread's files are counted");
+	CHECK(dbr_busiest_dev(mine, 0, all, 6) == 0, "no block device, no count");
+}
+
+static void test_cpu_list(void)
+{
+	char cpus[128];
+
+	CHECK(dbr_cpu_listed("0", 0) && !dbr_cpu_listed("0", 1), "single CPU list");
+	CHECK(dbr_cpu_listed("0-3,8,10-11", 2) && dbr_cpu_listed("0-3,8,10-11", 8) &&
+	      dbr_cpu_listed("0-3,8,10-11", 11) && !dbr_cpu_listed("0-3,8,10-11", 9) &&
+	      !dbr_cpu_listed("0-3,8,10-11", 99999), "ranges and singles");
+	CHECK(!dbr_cpu_listed("", 0) && !dbr_cpu_listed("x", 0), "garbage lists nothing");
+	CHECK(dbr_online_cpus(cpus, sizeof(cpus)) == 0 && dbr_cpu_listed(cpus, 0),
+	      "this machine's online CPUs (%s) include CPU 0", cpus);
 }
 
 static void test_dev_ids(void)
@@ -102,17 +157,61 @@ static void test_addr_map(void)
 	      "a host-slot address is the user address");
 }
 
+static int sync_on(enum dbr_gpu_sync setting, bool verify, bool writes,
+		   struct dbr_buf_opts buf, char *msg, size_t len)
+{
+	struct dbr_sync_job j = {
+		.setting = setting, .copies = true, .verify = verify,
+		.writes = writes, .buf = buf,
+	};
+	return dbr_gpu_sync_on(&j, msg, len);
+}
+
 static void test_gpu_sync(void)
 {
-	CHECK(dbr_gpu_sync_on(DBR_SYNC_AUTO, true), "auto syncs when verify is set");
-	CHECK(!dbr_gpu_sync_on(DBR_SYNC_AUTO, false), "auto does not sync without verify");
-	CHECK(dbr_gpu_sync_on(DBR_SYNC_ON, false), "1 always syncs");
-	CHECK(!dbr_gpu_sync_on(DBR_SYNC_OFF, true), "0 never syncs");
+	const struct dbr_buf_opts none = { 0 }, pattern = { .pattern = true },
+		refill = { .refill = true }, compress = { .compress = true },
+		dedupe = { .dedupe = true }, scramble = { .scramble = true };
+	struct dbr_sync_job host = { .setting = DBR_SYNC_OFF, .verify = true };
+	char msg[512];
+
+	CHECK(sync_on(DBR_SYNC_AUTO, true, true, none, msg, sizeof(msg)) == 1 && !msg[0],
+	      "auto syncs when verify is set");
+	CHECK(sync_on(DBR_SYNC_AUTO, false, true, none, msg, sizeof(msg)) == 0 && !msg[0],
+	      "auto does not sync a plain write job (fio's default scrambling does not count)");
+	CHECK(sync_on(DBR_SYNC_ON, false, false, none, msg, sizeof(msg)) == 1, "1 always syncs");
+
+	/* finding 1: verify without gpu_sync cannot pass */
+	CHECK(sync_on(DBR_SYNC_OFF, true, true, none, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "gpu_sync=0 with verify") && strstr(msg, "set gpu_sync=1"),
+	      "verify with gpu_sync=0 is refused naming gpu_sync: %s", msg);
+	CHECK(sync_on(DBR_SYNC_OFF, true, false, none, msg, sizeof(msg)) == -EINVAL,
+	      "read-only verify with gpu_sync=0 too: it would check the host copy only");
+	CHECK(dbr_gpu_sync_on(&host, msg, sizeof(msg)) == 0,
+	      "gpu=host: fio's buffers are the device memory, gpu_sync=0 and verify go together");
+
+	/* finding 4: fio's buffer options decide what writes carry */
+	CHECK(sync_on(DBR_SYNC_AUTO, false, true, pattern, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "gpu_sync=auto -> 1: buffer_pattern"),
+	      "auto syncs writes with buffer_pattern, and says so: %s", msg);
+	CHECK(sync_on(DBR_SYNC_AUTO, false, true, refill, msg, sizeof(msg)) == 1 &&
+	      sync_on(DBR_SYNC_AUTO, false, true, compress, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "buffer_compress_percentage") &&
+	      sync_on(DBR_SYNC_AUTO, false, true, dedupe, msg, sizeof(msg)) == 1 &&
+	      sync_on(DBR_SYNC_AUTO, false, true, scramble, msg, sizeof(msg)) == 1,
+	      "refill_buffers, buffer_compress_percentage, dedupe_percentage and scramble_buffers=1 too");
+	CHECK(sync_on(DBR_SYNC_AUTO, false, false, pattern, msg, sizeof(msg)) == 0 && !msg[0],
+	      "a read-only job writes nothing: no sync for buffer options");
+	CHECK(sync_on(DBR_SYNC_OFF, false, true, pattern, msg, sizeof(msg)) == 0 &&
+	      strstr(msg, "gpu_sync=0: buffer_pattern has no effect"),
+	      "gpu_sync=0 stays off with buffer_pattern and says why: %s", msg);
 }
 
 int main(void)
 {
 	test_check_job();
+	test_busiest_dev();
+	test_cpu_list();
 	test_dev_ids();
 	test_addr_map();
 	test_gpu_sync();

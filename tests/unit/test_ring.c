@@ -3,11 +3,13 @@
  * The ring unit against the running kernel: set-up flags, the buffer table,
  * fixed reads and writes through a host slot, the -EAGAIN reissue path (a
  * real request whose first completion is replaced by an injected -EAGAIN),
- * quiesce, the p2p probe, and that nothing leaks a descriptor.
+ * quiesce, attaching and detaching a target file, the p2p probe, and that
+ * nothing leaks a descriptor.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -204,6 +206,99 @@ static void test_quiesce(int fd, char *buf)
 	dbr_ring_exit(&r);
 }
 
+/* fsync through fixed-file slot: 0 when a file is there, -EBADF when not */
+static int fsync_fixed(struct dbr_ring *r, unsigned int slot)
+{
+	struct dbr_req req = { .op = DBR_OP_FSYNC, .fd = (int)slot,
+			       .fixed_file = true };
+
+	if (dbr_ring_queue(r, &req) < 0 || reap_one(r) != &req)
+		return -EIO;
+	return req.res;
+}
+
+/*
+ * A file whose dma-buf registration fails must not stay in the fixed-file
+ * table: its fd gets closed, and the table would keep the file open.
+ */
+static void test_attach_file(int fd)
+{
+	struct dbr_ring r;
+	int ret;
+
+	init_ring(&r, 4);
+	dbr_ring_register_buf_table(&r, 1);
+	CHECK(dbr_ring_register_file_table(&r, 1) == 0, "sparse file table");
+	CHECK(dbr_ring_attach_file(&r, 0, fd, -1) == 0 && fsync_fixed(&r, 0) == 0,
+	      "an attached file is reachable through its fixed-file slot");
+	CHECK(dbr_ring_detach_file(&r, 0, false) == 0 && fsync_fixed(&r, 0) == -EBADF,
+	      "a detached file is gone from the fixed-file slot");
+	/* a regular file is no dma-buf: every kernel refuses the install */
+	ret = dbr_ring_attach_file(&r, 0, fd, fd);
+	CHECK(ret < 0, "a dma-buf the kernel refuses fails the attach (%s)",
+	      strerror(-ret));
+	ret = fsync_fixed(&r, 0);
+	CHECK(ret == -EBADF,
+	      "the failed attach left nothing in the fixed-file slot (fsync through it: %s)",
+	      ret ? strerror(-ret) : "ok, the file is still there");
+	dbr_ring_exit(&r);
+}
+
+static int alarm_fd = -1;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (write(alarm_fd, "x", 1) < 0)
+		_exit(99);
+}
+
+/*
+ * Closing a file that has no dma-buf slot changes no buffer registration:
+ * it must not wait for the I/O in flight on the ring (a read from an empty
+ * pipe here; if detach waits, an alarm feeds the pipe after 2 s so the test
+ * ends, and fails).
+ */
+static void test_detach_no_quiesce(int fd, char *buf)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	struct dbr_req req, *done;
+	struct dbr_ring r;
+	int p[2], ret;
+
+	if (pipe(p) < 0) {
+		CHECK(0, "pipe: %s", strerror(errno));
+		return;
+	}
+	alarm_fd = p[1];
+	sigaction(SIGALRM, &sa, NULL);
+	init_ring(&r, 4);
+	dbr_ring_register_buf_table(&r, 1);
+	dbr_ring_install_host(&r, 0, buf, BUF_SIZE);
+	dbr_ring_register_file_table(&r, 1);
+	dbr_ring_attach_file(&r, 0, fd, -1);
+	req = read_req(p[0], buf, 1, 0);
+	dbr_ring_queue(&r, &req);
+	dbr_ring_submit(&r, 0);
+	alarm(2);
+	ret = dbr_ring_detach_file(&r, 0, false);
+	alarm(0);
+	CHECK(ret == 0 && r.inflight == 1,
+	      "detaching a file without a dma-buf leaves the I/O in flight alone (in flight: %u)",
+	      r.inflight);
+	if (r.inflight) {
+		if (write(p[1], "y", 1) != 1)
+			CHECK(0, "feeding the pipe: %s", strerror(errno));
+		done = reap_one(&r);
+	} else if (dbr_ring_reap(&r, &done, 1) != 1) {
+		done = NULL;	/* quiesce kept it: it must be reaped there */
+	}
+	CHECK(done == &req && req.res == 1, "the pipe read completes (res %d)", req.res);
+	dbr_ring_exit(&r);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void test_probe(void)
 {
 	int ret = dbr_probe_p2p();
@@ -232,6 +327,8 @@ int main(void)
 	test_fixed_io(fd, buf);
 	test_eagain_reissue(fd, buf);
 	test_quiesce(fd, buf);
+	test_attach_file(fd);
+	test_detach_no_quiesce(fd, buf);
 	test_probe();
 	munmap(buf, BUF_SIZE);
 	close(fd);

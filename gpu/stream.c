@@ -54,6 +54,8 @@ static void stream_free(struct gpu_stream *s)
 	flag_unmap(s);
 	for (i = 0; i < s->nr_events; i++)
 		s->rt->event_destroy(s->events[i]);
+	if (s->wait_event)
+		s->rt->event_destroy(s->wait_event);
 	if (s->stream)
 		s->rt->stream_destroy(s->stream);
 	free(s->events);
@@ -93,6 +95,11 @@ int gpu_stream_init(struct gpu_buf *b, struct gpu_stream *s,
 		ret = rt->event_create(b, &s->events[s->nr_events]);
 		if (ret < 0)
 			goto err;
+	}
+	ret = rt->event_create(b, &s->wait_event);
+	if (ret < 0) {
+		s->wait_event = NULL;
+		goto err;
 	}
 	flag_map(b, s);
 	b->stream = s;
@@ -225,6 +232,36 @@ static void *ticket_event(const struct gpu_stream *s, uint64_t ticket)
 	return s->events[(ticket - 1) % s->nr_events];
 }
 
+/*
+ * The runtime refused the stream write: fences already handed out have no
+ * event behind them, so let the stream finish them before events take over.
+ */
+static int flag_give_up(struct gpu_buf *b, struct gpu_stream *s)
+{
+	int ret;
+
+	flag_unmap(s);
+	b->why[0] = '\0';
+	ret = s->rt->stream_sync(b, s->stream);
+	if (!ret)
+		s->done = s->issued;
+	return ret;
+}
+
+/* A fence as an event, polled and waited for through the runtime. */
+static int fence_event(struct gpu_buf *b, struct gpu_stream *s, uint64_t t)
+{
+	int ret;
+
+	/* an event is reused only once the fence it held has completed */
+	if (t > s->nr_events && s->done < t - s->nr_events) {
+		ret = gpu_stream_wait(b, t - s->nr_events);
+		if (ret < 0)
+			return ret;
+	}
+	return s->rt->event_record(b, ticket_event(s, t), s->stream);
+}
+
 int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket)
 {
 	struct gpu_stream *s = b->stream;
@@ -234,18 +271,10 @@ int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket)
 	ret = gpu_stream_submit(b);
 	if (ret < 0)
 		return ret;
-	/* an event is reused only once the fence it held has completed */
-	if (t > s->nr_events && s->done < t - s->nr_events) {
-		ret = gpu_stream_wait(b, t - s->nr_events);
-		if (ret < 0)
-			return ret;
-	}
-	/* a runtime that refuses the stream write falls back to events */
-	if (s->flag && s->rt->write_value(b, s->stream, s->flag_dev, t) < 0) {
-		flag_unmap(s);
-		b->why[0] = '\0';
-	}
-	ret = s->rt->event_record(b, ticket_event(s, t), s->stream);
+	if (s->flag && s->rt->write_value(b, s->stream, s->flag_dev, t) < 0)
+		ret = flag_give_up(b, s);
+	if (!ret && !s->flag)
+		ret = fence_event(b, s, t);
 	if (ret < 0)
 		return ret;
 	s->issued = t;
@@ -293,7 +322,26 @@ static long elapsed_ns(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec;
 }
 
-/* Spin on the fence for up to spin_ns(), then sleep in the runtime. */
+/*
+ * Sleep in the runtime until 'ticket' is done: on its own event, or with the
+ * host flag on an event recorded now, after everything queued so far.
+ */
+static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
+{
+	void *ev = s->flag ? s->wait_event : ticket_event(s, ticket);
+	int ret = s->rt->enter(b);
+
+	s->st.waits++;
+	if (!ret && s->flag)
+		ret = s->rt->event_record(b, ev, s->stream);
+	if (!ret)
+		ret = s->rt->event_sync(b, ev);
+	if (!ret)
+		fence_done(s, ticket);
+	return ret;
+}
+
+/* Spin on the fence for up to gpu_spin_ns(), then sleep in the runtime. */
 int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 {
 	struct gpu_stream *s = b->stream;
@@ -302,15 +350,9 @@ int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 	int ret;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while ((ret = gpu_stream_poll(b, ticket)) == 0) {
-		if (spin >= 0 && elapsed_ns(&t0) >= spin) {
-			s->st.waits++;
-			ret = s->rt->event_sync(b, ticket_event(s, ticket));
-			if (!ret)
-				fence_done(s, ticket);
-			return ret;
-		}
-	}
+	while ((ret = gpu_stream_poll(b, ticket)) == 0)
+		if (spin >= 0 && elapsed_ns(&t0) >= spin)
+			return sleep_for(b, s, ticket);
 	return ret < 0 ? ret : 0;
 }
 

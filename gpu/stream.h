@@ -11,8 +11,10 @@
  * Where the runtime has stream memory operations, a fence also has the
  * stream write its ticket into a page-locked host word, and "done yet?" is a
  * memory read: the runtime's calls take a process-wide lock, and threads that
- * poll events through it slow every other thread's copies down. The event
- * stays, for the blocking wait once spinning has gone on long enough.
+ * poll events through it slow every other thread's copies down. A fence is
+ * then that one stream write; an event is recorded only when a wait has spun
+ * long enough and goes to sleep (it covers everything queued so far, so the
+ * ticket waited for too).
  *
  * What differs between runtimes is a small table of calls (struct
  * gpu_runtime) that cuda.c and hip.c fill; their provider ops point at the
@@ -78,6 +80,7 @@ struct gpu_stream {
 	void *stream;
 	void **events;		/* ticket t uses events[(t - 1) % nr_events] */
 	unsigned int nr_events;
+	void *wait_event;	/* recorded by a wait that sleeps (host flag) */
 	uint64_t issued;	/* newest ticket handed out */
 	uint64_t done;		/* every ticket <= done has completed */
 	struct gpu_copy *queued;	/* not yet sent to the runtime */

@@ -118,6 +118,22 @@ else
 	fail "ROCm 5 fallback: '$(grep 'GPU copies' "$TMPD/unbatched.out")'"
 fi
 
+# ---- fences without the host word -------------------------------------------
+# a runtime that refuses hipStreamWriteValue64 at the first fence: events
+# take over, and the data still goes through "GPU memory" intact
+: >"$HIPDOUBLE_REPORT"
+HIPDOUBLE_FAIL=writevalue HIPDOUBLE_DELAY_US=50 run_ok events-after-refused-stream-write \
+	--name=e --filename="$f" --size=8m --bs=64k --rw=randwrite --iodepth=16 \
+	--direct=1 --thread --gpu=hip --transfer=bounce --verify=crc32c --verify_fatal=1
+grep -q "([1-9][0-9]* event queries" "$TMPD/events-after-refused-stream-write.out" &&
+	pass "fences fell back to event queries" ||
+	fail "no event queries after the refused stream write: $(grep 'GPU copies' "$TMPD/events-after-refused-stream-write.out")"
+run_ok host-word --name=e --filename="$f" --size=8m --bs=64k --rw=randwrite --iodepth=16 \
+	--direct=1 --thread --gpu=hip --transfer=bounce --verify=crc32c --verify_fatal=1
+grep -q "(0 event queries" "$TMPD/host-word.out" &&
+	pass "with hipStreamWriteValue64, fences are polled as a host word (0 event queries)" ||
+	fail "host word unused: $(grep 'GPU copies' "$TMPD/host-word.out")"
+
 # ---- copy failures ---------------------------------------------------------
 fail_job=(--name=x --filename="$f" --size=8m --bs=64k --rw=randread --iodepth=8
 	--direct=1 --thread --gpu=hip --transfer=bounce --gpu_sync=1 --number_ios=256)

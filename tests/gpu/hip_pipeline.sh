@@ -36,9 +36,11 @@ submit_order() {
 	shift
 	mkdir "$inst" || return 1
 	echo 1 >"$inst/options/event-fork"
-	echo 1 >"$inst/events/io_uring/io_uring_submit_req/enable"
 	(
+		# the filter first: an event enabled with no pid filter records
+		# every process on the machine
 		echo "$BASHPID" >"$inst/set_event_pid"
+		echo 1 >"$inst/events/io_uring/io_uring_submit_req/enable"
 		"$@"
 	) >"$out.fio" 2>&1
 	local rc=$?

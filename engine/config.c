@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,4 +238,47 @@ int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len)
 	snprintf(msg, len, "gpu_sync=auto -> 1: %s decides what is written, so each write copies fio's buffer into GPU memory first",
 		 opt);
 	return 1;
+}
+
+static void add_reason(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used && used + 7 < len) {
+		strcpy(buf + used, "; and ");
+		used += 6;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len > used ? len - used : 0, fmt, ap);
+	va_end(ap);
+}
+
+/* The kernel comes first: on every released kernel that is the reason. */
+int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len)
+{
+	why[0] = '\0';
+	if (pf->probe < 0)
+		add_reason(why, len, "this kernel lacks the io_uring dma-buf series (the extended IORING_REGISTER_BUFFERS_UPDATE answered %s; no released kernel has it yet)",
+			   strerror(-pf->probe));
+	if (!pf->direct)
+		add_reason(why, len, "direct=0 (dma-bufs are registered only for O_DIRECT block devices)");
+	if (pf->bad_file)
+		add_reason(why, len, "%s is %s (only nvme-pci namespaces such as /dev/nvme0n1 take dma-bufs)",
+			   pf->bad_file, pf->bad_kind);
+	return pf->probe < 0 ? ENOTSUP : why[0] ? EINVAL : 0;
+}
+
+int dbr_settle_transfer(const struct dbr_p2p_facts *pf, enum dbr_transfer *xfer,
+			char *why, size_t len)
+{
+	int err;
+
+	why[0] = '\0';
+	if (*xfer == DBR_XFER_BOUNCE)
+		return 0;
+	err = dbr_p2p_blockers(pf, why, len);
+	if (*xfer == DBR_XFER_AUTO)
+		*xfer = err ? DBR_XFER_BOUNCE : DBR_XFER_P2P;
+	return err;
 }

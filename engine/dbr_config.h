@@ -71,6 +71,26 @@ const char *dbr_buf_option(const struct dbr_buf_opts *b);
 int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len);
 const char *dbr_transfer_name(enum dbr_transfer t);
 
+/* What decides whether p2p can run, as the fio glue found it. */
+struct dbr_p2p_facts {
+	int probe;		/* dbr_probe_p2p(): 0, or the kernel's -errno */
+	bool direct;		/* direct=1 */
+	const char *bad_file;	/* first file p2p cannot take, or NULL */
+	const char *bad_kind;	/* what that file is (dbr_target_kind) */
+};
+
+/*
+ * Why p2p cannot run, every reason in one line into why (empty when it can):
+ * ENOTSUP (the kernel), EINVAL (the job), or 0.
+ */
+int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len);
+/*
+ * Settle *xfer: auto becomes p2p or bounce; p2p and bounce stay. Returns
+ * what dbr_p2p_blockers said (0 for bounce), with its reasons in why.
+ */
+int dbr_settle_transfer(const struct dbr_p2p_facts *pf, enum dbr_transfer *xfer,
+			char *why, size_t len);
+
 /*
  * Address of an io_u's buffer as the ring wants it: for a dma-buf slot the
  * byte offset inside the dma-buf (the kernel's registered base is 0), for a

@@ -400,57 +400,36 @@ static struct fio_file *dbr_non_nvme_file(struct thread_data *td,
 	return NULL;
 }
 
-static void add_reason(char *buf, size_t len, const char *fmt, ...)
+/* What the transfer decision needs to know, gathered from fio and the kernel. */
+static void dbr_p2p_facts(struct thread_data *td, struct dbr_p2p_facts *pf,
+			  struct dbr_target *t)
 {
-	size_t used = strlen(buf);
-	va_list ap;
+	struct fio_file *f = dbr_non_nvme_file(td, t);
 
-	if (used && used + 7 < len) {
-		strcpy(buf + used, "; and ");
-		used += 6;
-	}
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len > used ? len - used : 0, fmt, ap);
-	va_end(ap);
-}
-
-/*
- * Why p2p cannot run for this job, every reason in one line (empty when it
- * can). The kernel comes first: on every released kernel that is the reason.
- */
-static int dbr_p2p_blockers(struct thread_data *td, char *why, size_t len)
-{
-	int probe = dbr_probe_p2p();
-	struct dbr_target t;
-	struct fio_file *f;
-
-	why[0] = '\0';
-	if (probe < 0)
-		add_reason(why, len, "this kernel lacks the io_uring dma-buf series (the extended IORING_REGISTER_BUFFERS_UPDATE answered %s; no released kernel has it yet)",
-			   strerror(-probe));
-	if (!td->o.odirect)
-		add_reason(why, len, "direct=0 (dma-bufs are registered only for O_DIRECT block devices)");
-	if ((f = dbr_non_nvme_file(td, &t)))
-		add_reason(why, len, "%s is %s (only nvme-pci namespaces such as /dev/nvme0n1 take dma-bufs)",
-			   f->file_name, dbr_target_kind(&t));
-	return probe < 0 ? ENOTSUP : why[0] ? EINVAL : 0;
+	pf->probe = dbr_probe_p2p();
+	pf->direct = td->o.odirect;
+	pf->bad_file = f ? f->file_name : NULL;
+	pf->bad_kind = f ? dbr_target_kind(t) : NULL;
 }
 
 /* Settle transfer=auto (and say which, once per job); refuse p2p that
  * cannot run. */
 static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 {
+	enum dbr_transfer want = *xfer;
+	struct dbr_p2p_facts pf;
+	struct dbr_target t;
 	char why[512], msg[896];
 	int err;
 
-	if (*xfer == DBR_XFER_BOUNCE)
+	if (want == DBR_XFER_BOUNCE)
 		return 0;
-	err = dbr_p2p_blockers(td, why, sizeof(why));
-	if (*xfer == DBR_XFER_AUTO) {
-		*xfer = err ? DBR_XFER_BOUNCE : DBR_XFER_P2P;
+	dbr_p2p_facts(td, &pf, &t);
+	err = dbr_settle_transfer(&pf, xfer, why, sizeof(why));
+	if (want == DBR_XFER_AUTO) {
 		if (dbr_first_thread(td))
 			dbr_info("%s: transfer=auto -> %s%s%s", td->o.name,
-				 dbr_transfer_name(*xfer), err ? ": " : "", why);
+				 dbr_transfer_name(*xfer), why[0] ? ": " : "", why);
 		return 0;
 	}
 	if (!err)

@@ -207,9 +207,45 @@ static void test_gpu_sync(void)
 	      "gpu_sync=0 stays off with buffer_pattern and says why: %s", msg);
 }
 
+/* transfer=auto/p2p: every reason at once, the kernel first, and auto's pick */
+static void test_transfer(void)
+{
+	struct dbr_p2p_facts ok = { .probe = 0, .direct = true };
+	struct dbr_p2p_facts all = {
+		.probe = -EINVAL, .direct = false,
+		.bad_file = "/dev/loop3", .bad_kind = "a loop device",
+	};
+	enum dbr_transfer x;
+	char why[512];
+	int ret;
+
+	x = DBR_XFER_AUTO;
+	ret = dbr_settle_transfer(&ok, &x, why, sizeof(why));
+	CHECK(ret == 0 && x == DBR_XFER_P2P && !why[0],
+	      "auto with the series, direct=1 and an NVMe namespace -> p2p");
+	x = DBR_XFER_AUTO;
+	ret = dbr_settle_transfer(&all, &x, why, sizeof(why));
+	CHECK(ret == ENOTSUP && x == DBR_XFER_BOUNCE &&
+	      strstr(why, "this kernel lacks the io_uring dma-buf series") == why &&
+	      strstr(why, "; and direct=0") &&
+	      strstr(why, "; and /dev/loop3 is a loop device"),
+	      "auto without the series -> bounce, every reason, kernel first: %s", why);
+	all.probe = 0;
+	x = DBR_XFER_P2P;
+	ret = dbr_settle_transfer(&all, &x, why, sizeof(why));
+	CHECK(ret == EINVAL && x == DBR_XFER_P2P && strstr(why, "direct=0") == why,
+	      "p2p on a kernel with the series but a job it cannot take: EINVAL, p2p kept for the refusal: %s",
+	      why);
+	x = DBR_XFER_BOUNCE;
+	ret = dbr_settle_transfer(&all, &x, why, sizeof(why));
+	CHECK(ret == 0 && x == DBR_XFER_BOUNCE && !why[0],
+	      "bounce needs nothing p2p needs");
+}
+
 int main(void)
 {
 	test_check_job();
+	test_transfer();
 	test_busiest_dev();
 	test_cpu_list();
 	test_dev_ids();

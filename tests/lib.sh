@@ -104,6 +104,17 @@ run_refused() {
 	fi
 }
 
+# use_hip_double: run gpu=hip against the HIP runtime double (tests/gpu/):
+# its libraries first in LD_LIBRARY_PATH ($libs), its report in
+# $HIPDOUBLE_REPORT; SKIP on a build without the HIP provider
+use_hip_double() {
+	libs=$BUILDDIR/tests/gpu/.libs
+	grep -q '^#define DBR_HAVE_HIP 1' "$BUILDDIR/config.h" || skip "built --without-hip"
+	[ -f "$libs/libamdhip64.so" ] || die "the HIP double is not built ($libs/libamdhip64.so)"
+	export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export HIPDOUBLE_REPORT=$TMPD/report
+}
+
 # hip_report FILE: the HIP double's last report line of each process (it
 # appends one at every release and at exit: fio's job processes leave
 # through _exit, past any destructor)

@@ -66,73 +66,77 @@ static double run(CUstream s, CUdeviceptr d, void *h, int h2d)
 	return (double)SIZE * REPS / (now() - t) / 1e9;
 }
 
+/* What both measurements use: the primary context, a stream, 256 MiB each side. */
+struct bench {
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream s;
+	CUdeviceptr d;
+	void *h;		/* anonymous pages, not yet page-locked */
+};
+
+static void bench_open(int ordinal, struct bench *b)
+{
+	CK(cuDeviceGet(&b->dev, ordinal));
+	CK(cuDevicePrimaryCtxRetain(&b->ctx, b->dev));
+	CK(cuCtxSetCurrent(b->ctx));
+	CK(cuStreamCreate(&b->s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&b->d, SIZE));
+	b->h = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b->h == MAP_FAILED)
+		exit(1);
+	memset(b->h, 1, SIZE);
+}
+
+static void bench_close(struct bench *b)
+{
+	CK(cuMemHostUnregister(b->h));
+	munmap(b->h, SIZE);
+	CK(cuMemFree(b->d));
+	CK(cuStreamDestroy(b->s));
+	CK(cuDevicePrimaryCtxRelease(b->dev));
+}
+
 static void one_device(int ordinal)
 {
 	double h2d, d2h, pageable;
 	size_t free_b, total_b;
-	CUdeviceptr d;
-	CUcontext ctx;
-	CUstream s;
-	CUdevice dev;
+	struct bench b;
 	char name[128];
-	void *h;
 
-	CK(cuDeviceGet(&dev, ordinal));
-	CK(cuDeviceGetName(name, sizeof(name), dev));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	h = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (h == MAP_FAILED)
-		exit(1);
-	memset(h, 1, SIZE);
-	pageable = run(s, d, h, 1);
-	CK(cuMemHostRegister(h, SIZE, 0));
-	h2d = run(s, d, h, 1);
-	d2h = run(s, d, h, 0);
+	bench_open(ordinal, &b);
+	CK(cuDeviceGetName(name, sizeof(name), b.dev));
+	pageable = run(b.s, b.d, b.h, 1);
+	CK(cuMemHostRegister(b.h, SIZE, 0));
+	h2d = run(b.s, b.d, b.h, 1);
+	d2h = run(b.s, b.d, b.h, 0);
 	CK(cuMemGetInfo(&free_b, &total_b));
 	printf("cuda_bw: device %d (%s): pinned H2D %.1f GB/s, pinned D2H %.1f GB/s, pageable H2D %.1f GB/s (256 MiB x %d, one stream); %zu MiB of %zu MiB in use\n",
 	       ordinal, name, h2d, d2h, pageable, REPS, (total_b - free_b) >> 20,
 	       total_b >> 20);
-	CK(cuMemHostUnregister(h));
-	munmap(h, SIZE);
-	CK(cuMemFree(d));
-	CK(cuStreamDestroy(s));
-	CK(cuDevicePrimaryCtxRelease(dev));
+	bench_close(&b);
 }
 
 /* H2D copies of 256 MiB back to back until 'secs' have passed. */
 static void load(double secs, int ordinal)
 {
+	struct bench b;
 	double t0, t;
-	CUdeviceptr d;
-	CUcontext ctx;
-	CUstream s;
-	CUdevice dev;
 	long n = 0;
-	void *h;
 	int i;
 
-	CK(cuDeviceGet(&dev, ordinal));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	h = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (h == MAP_FAILED)
-		exit(1);
-	memset(h, 1, SIZE);
-	CK(cuMemHostRegister(h, SIZE, 0));
+	bench_open(ordinal, &b);
+	CK(cuMemHostRegister(b.h, SIZE, 0));
 	t0 = now();
 	do {
 		for (i = 0; i < 8; i++, n++)
-			CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
-		CK(cuStreamSynchronize(s));
+			CK(cuMemcpyHtoDAsync(b.d, b.h, SIZE, b.s));
+		CK(cuStreamSynchronize(b.s));
 		t = now();
 	} while (t - t0 < secs);
 	printf("cuda_bw: load on device %d: pinned H2D %.1f GB/s for %.1f s\n",
 	       ordinal, (double)SIZE * n / (t - t0) / 1e9, t - t0);
+	bench_close(&b);
 }
 
 int main(int argc, char **argv)

@@ -574,6 +574,26 @@ hipError_t hipStreamDestroy(hipStream_t s)
 	return hipSuccess;
 }
 
+/*
+ * Append an operation to the stream's queue for its worker. A copy's source
+ * is summed now, unless an operation still pending writes to it: then when
+ * the copy starts.
+ */
+static void stream_push(struct ihipStream_t *s, struct copy_op *op)
+{
+	pthread_mutex_lock(&s->mu);
+	if (!op->is_value) {
+		op->sum_at_start = writes_to(s->head, op->src, op->len);
+		if (!op->sum_at_start)
+			op->src_sum = sum_bytes(op->src, op->len);
+	}
+	*s->tail = op;
+	s->tail = &op->next;
+	s->submitted++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
 static hipError_t queue_copy(void *dst, const void *src, size_t len,
 			     hipStream_t s, const void *dev, const void *host)
 {
@@ -609,16 +629,7 @@ static hipError_t queue_copy(void *dst, const void *src, size_t len,
 	op->src = src;
 	op->len = len;
 	op->corrupt = corrupt;
-	op->next = NULL;
-	pthread_mutex_lock(&s->mu);
-	op->sum_at_start = writes_to(s->head, src, len);
-	if (!op->sum_at_start)
-		op->src_sum = sum_bytes(src, len);
-	*s->tail = op;
-	s->tail = &op->next;
-	s->submitted++;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	stream_push(s, op);
 	return hipSuccess;
 }
 
@@ -667,12 +678,7 @@ hipError_t hipStreamWriteValue64(hipStream_t s, void *ptr, uint64_t value,
 	op->dst = ptr;
 	op->is_value = true;
 	op->value = value;
-	pthread_mutex_lock(&s->mu);
-	*s->tail = op;
-	s->tail = &op->next;
-	s->submitted++;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	stream_push(s, op);
 	return hipSuccess;
 }
 

@@ -66,6 +66,16 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 		return ret;
 	r->setup_flags = r->ring.flags;
 	r->ready = true;
+	/*
+	 * Every enter looks the ring's fd up, and in a process whose threads
+	 * share the file table (fio with thread=1, or any job thread beside
+	 * fio's main one) that takes and drops a file reference each time. A
+	 * registered ring fd skips that. It is valid only in this task, as a
+	 * single issuer is; where the kernel lacks it (before 5.18) enters
+	 * keep using the fd.
+	 */
+	if (p->single_issuer)
+		io_uring_register_ring_fd(&r->ring);
 	return 0;
 }
 

@@ -1001,8 +1001,8 @@ static void dbr_cleanup(struct thread_data *td)
 
 /* ------------------------------------------------------------------------ */
 
-/* fio looks the engine up by this symbol name */
-struct ioengine_ops ioengine = {
+/* fio looks the engine up by this symbol name: the one the .so exports */
+__attribute__((visibility("default"))) struct ioengine_ops ioengine = {
 	.name			= DBR_NAME,
 	.version		= FIO_IOOPS_VERSION,
 	.flags			= FIO_NO_OFFLOAD | FIO_ASYNCIO_SETS_ISSUE_TIME,

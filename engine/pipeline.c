@@ -252,6 +252,14 @@ int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
 	io->error = 0;
 	io->resid = 0;
 	io->ticket = 0;
+	if (!p->copies) {
+		/* no copy stage: nothing can be held before the ring */
+		io->nr_copies = 0;
+		ret = dbr_ring_queue(p->ring, &io->req);
+		if (!ret)
+			io->stage = DBR_IN_RING;
+		return ret;
+	}
 	plan_copies(p, io);
 	if (io->nr_copies && !copies_after(io)) {
 		p->unfenced++;
@@ -271,6 +279,8 @@ int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
 
 int dbr_pipe_commit(struct dbr_pipe *p)
 {
+	if (!p->copies)
+		return 0;
 	fence_pre(p);
 	advance_pre(p);
 	return 0;
@@ -407,12 +417,60 @@ static bool wait_failed(int ret)
 	return ret < 0 && ret != -ETIME && ret != -EINTR;
 }
 
+/*
+ * Up to max of the ring's completions straight into done[], for a pipeline
+ * without copies: each is finished as it comes off the ring, and what does
+ * not fit stays in the CQ for the next call. The kernel is asked for more
+ * only when the CQ is empty from the start.
+ */
+static unsigned int reap_direct(struct dbr_pipe *p, struct dbr_pio **done,
+				unsigned int max)
+{
+	struct dbr_req *req;
+	struct dbr_pio *io;
+	unsigned int n = 0;
+
+	while (n < max && (req = dbr_ring_next(p->ring, !n))) {
+		io = req->owner;
+		set_result(io);
+		io->stage = DBR_IDLE;
+		done[n++] = io;
+	}
+	return n;
+}
+
+/*
+ * No copies (host memory is the device's): only the ring holds I/O, so
+ * there are no stages to walk; wait on the ring and hand over what it
+ * finished. One enter submits what commit left and waits, as below.
+ */
+static int getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
+			    unsigned int min, unsigned int max)
+{
+	unsigned int n = 0;
+	int ret;
+
+	for (;;) {
+		ret = dbr_ring_wait(p->ring, min > n ? min - n : 0);
+		if (wait_failed(ret))
+			break;
+		n += reap_direct(p, done + n, max - n);
+		if (n >= min || !p->ring->inflight)
+			break;
+	}
+	if (!wait_failed(ret) && p->ring->unsubmitted)
+		ret = dbr_ring_submit(p->ring, 0);
+	return n || !wait_failed(ret) ? (int)n : ret;
+}
+
 int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
 		       unsigned int min, unsigned int max)
 {
 	unsigned int n = 0;
 	int ret = 0;
 
+	if (!p->copies)
+		return getevents_direct(p, done, min, max);
 	fence_pre(p);
 	for (;;) {
 		advance_pre(p);

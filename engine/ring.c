@@ -66,6 +66,16 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 		return ret;
 	r->setup_flags = r->ring.flags;
 	r->ready = true;
+	/*
+	 * Every enter looks the ring's fd up, and in a process whose threads
+	 * share the file table (fio with thread=1, or any job thread beside
+	 * fio's main one) that takes and drops a file reference each time. A
+	 * registered ring fd skips that. It is valid only in this task, as a
+	 * single issuer is; where the kernel lacks it (before 5.18) enters
+	 * keep using the fd.
+	 */
+	if (p->single_issuer)
+		io_uring_register_ring_fd(&r->ring);
 	return 0;
 }
 
@@ -326,21 +336,6 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 }
 
 /*
- * Submit what is queued and block until nr completions can be reaped (at
- * most what is in flight), entering the kernel only when the CQ holds fewer:
- * one enter that both flushes deferred completions and waits, instead of a
- * non-blocking reap's enter followed by a waiting one.
- */
-int dbr_ring_wait(struct dbr_ring *r, unsigned int nr)
-{
-	if (nr > r->inflight)
-		nr = r->inflight;
-	if (!r->unsubmitted && (r->stash || io_uring_cq_ready(&r->ring) >= nr))
-		return 0;
-	return dbr_ring_submit(r, nr);
-}
-
-/*
  * Account one completion. A -EAGAIN is part of the series' contract (the
  * exporter may have moved the memory): the identical request goes back into
  * the SQ and the caller sees nothing. Returns 1 when req is complete, 0 when
@@ -441,6 +436,23 @@ int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max)
 	unsigned int n = pop_stash(r, done, max);
 
 	return n + reap_cqes(r, done + n, max - n);
+}
+
+/* dbr_ring_next's out-of-line part: the stash, reissues, an empty CQ. */
+struct dbr_req *dbr_ring_next_slow(struct dbr_ring *r, bool flush)
+{
+	struct dbr_req *req;
+
+	if (r->stash) {
+		req = r->stash;
+		r->stash = req->next;
+		if (!r->stash)
+			r->stash_tail = &r->stash;
+		return req;
+	}
+	if (!flush && !io_uring_cq_ready(&r->ring))
+		return NULL;
+	return reap_cqes(r, &req, 1) ? req : NULL;
 }
 
 /*

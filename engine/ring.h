@@ -11,6 +11,7 @@
 #ifndef DBR_RING_H
 #define DBR_RING_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,9 +88,49 @@ int dbr_probe_p2p(void);
 
 int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req);
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr);
-int dbr_ring_wait(struct dbr_ring *r, unsigned int nr);
-int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
+int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
+struct dbr_req *dbr_ring_next_slow(struct dbr_ring *r, bool flush);
+
+/*
+ * Inline, as liburing's own CQ helpers are: fio asks for one event per
+ * getevents call by default, so what a call costs, an I/O costs.
+ *
+ * Submit what is queued and block until nr completions can be reaped (at
+ * most what is in flight), entering the kernel only when the CQ holds fewer:
+ * one enter that both flushes deferred completions and waits, instead of a
+ * non-blocking reap's enter followed by a waiting one.
+ */
+static inline int dbr_ring_wait(struct dbr_ring *r, unsigned int nr)
+{
+	if (nr > r->inflight)
+		nr = r->inflight;
+	if (!r->unsubmitted && (r->stash || io_uring_cq_ready(&r->ring) >= nr))
+		return 0;
+	return dbr_ring_submit(r, nr);
+}
+
+/*
+ * The next completed request, or NULL when none is there, without blocking;
+ * flush: when the CQ looks empty, first ask the kernel for completions it
+ * still holds (DEFER_TASKRUN), which costs an enter. Here only the common
+ * case: a CQE that needs no reissue, none stashed; the rest is out of line.
+ */
+static inline struct dbr_req *dbr_ring_next(struct dbr_ring *r, bool flush)
+{
+	struct io_uring_cqe *cqe;
+	struct dbr_req *req;
+
+	if (r->stash || io_uring_peek_cqe(&r->ring, &cqe) ||
+	    cqe->res == -EAGAIN)
+		return dbr_ring_next_slow(r, flush);
+	req = (struct dbr_req *)io_uring_cqe_get_data(cqe);
+	req->res = cqe->res;
+	io_uring_cqe_seen(&r->ring, cqe);
+	r->inflight--;
+	return req;
+}
+
 int dbr_ring_quiesce(struct dbr_ring *r);
 /* Submit, then sleep until a completion can be reaped or ns have passed. */
 int dbr_ring_wait_timeout(struct dbr_ring *r, long ns);

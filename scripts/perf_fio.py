@@ -5,6 +5,7 @@ Stdlib only (Debian's python3). Nothing here prints; callers report.
 import json
 import os
 import re
+import resource
 import subprocess
 
 # Options only this engine knows: dropped when the same job runs on another
@@ -162,8 +163,18 @@ def fio_env(cmd):
     return env
 
 
+def _children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_fio(cmd, timeout):
-    """Run fio; returns (exit status, combined output)."""
+    """Run fio; returns (exit status, combined output, CPU seconds). The CPU
+    time is user+sys of the whole fio process, every thread of it: the job
+    threads that fio's own JSON counts, but also fio's main thread and the
+    kernel's io_uring workers (io-wq threads belong to the process whose
+    ring punted the I/O), which the JSON's usr_cpu/sys_cpu leave out."""
+    before = _children_cpu()
     try:
         r = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True,
@@ -172,8 +183,8 @@ def run_fio(cmd, timeout):
         out = e.stdout or ""
         if isinstance(out, bytes):
             out = out.decode(errors="replace")
-        return 124, out + "\nscripts/perf: fio ran past %ds\n" % timeout
-    return r.returncode, r.stdout
+        return 124, out + "\nscripts/perf: fio ran past %ds\n" % timeout, None
+    return r.returncode, r.stdout, _children_cpu() - before
 
 
 class FioOutputError(Exception):

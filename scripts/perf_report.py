@@ -11,8 +11,8 @@ import json
 import statistics
 
 BASELINE_VERSION = 1
-METRICS = ("iops", "bw_bytes", "cpu_us_per_io", "clat_mean_us",
-           "clat_p50_us", "clat_p99_us", "clat_p99.9_us")
+METRICS = ("iops", "bw_bytes", "cpu_us_per_io", "run_cpu_us_per_io",
+           "clat_mean_us", "clat_p50_us", "clat_p99_us", "clat_p99.9_us")
 
 
 def _median(values):
@@ -61,13 +61,19 @@ def ratios(agg, reference="io_uring"):
             continue
         pairs = [x["iops"] / y["iops"] for x, y in zip(a["reps"], b["reps"])
                  if y["iops"]]
+        # whole-run CPU per I/O, the reference's over ours, pair by pair:
+        # above 1 when this side spends less
+        cpu = [y.get("run_cpu_us_per_io") / x.get("run_cpu_us_per_io")
+               for x, y in zip(a["reps"], b["reps"])
+               if x.get("run_cpu_us_per_io") and y.get("run_cpu_us_per_io")]
         out.append({"id": cid, "ref": ref[_peer_key(c)], "case": c,
                     "ratio": a["iops"] / b["iops"],
                     "ratio_min": min(pairs) if pairs else None,
                     "ratio_max": max(pairs) if pairs else None,
                     "n": len(pairs),
                     "cpu_us_per_io": a["cpu_us_per_io"],
-                    "ref_cpu_us_per_io": b["cpu_us_per_io"]})
+                    "ref_cpu_us_per_io": b["cpu_us_per_io"],
+                    "cpu_ratio": _median(cpu), "cpu_ratios": cpu})
     return out
 
 
@@ -116,6 +122,11 @@ def ratio_line(r):
     if r["cpu_us_per_io"] and r["ref_cpu_us_per_io"]:
         cpu = "; CPU/IO %.2f vs %.2f us" % (r["cpu_us_per_io"],
                                             r["ref_cpu_us_per_io"])
+    if r.get("cpu_ratio"):
+        cpu += ("; whole-run CPU per I/O, the reference's over this: "
+                "median %.3f (per-repetition %s)" % (
+                    r["cpu_ratio"],
+                    " ".join("%.3f" % c for c in r["cpu_ratios"])))
     return "%s / %s: IOPS ratio %.3f%s%s" % (r["id"], r["ref"], r["ratio"],
                                              spread, cpu)
 

@@ -19,18 +19,6 @@ typedef int (*init_fn)(unsigned int flags);
 typedef int (*get_fn)(int *dev, int ordinal);
 typedef int (*busid_fn)(char *buf, int len, int dev);
 
-/* "00000000:3B:00.0" -> "0000:3b:00.0", as sysfs names it */
-static int normalize_bdf(const char *in, char *bdf, size_t len)
-{
-	unsigned int dom, bus, slot, fn;
-
-	if (sscanf(in, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4)
-		return -EINVAL;
-	snprintf(bdf, len, "%04x:%02x:%02x.%x", dom & 0xffff, bus & 0xff,
-		 slot & 0x1f, fn & 7);
-	return 0;
-}
-
 static void *open_lib(const char *const *names)
 {
 	void *h = NULL;
@@ -85,5 +73,5 @@ int dd_gpu_pci_addr(const char *prov, int dev, char *bdf, size_t len)
 	dlclose(lib);
 	if (ret < 0)
 		return ret;
-	return normalize_bdf(raw, bdf, len);
+	return dbr_bdf_normalize(raw, bdf, len);
 }

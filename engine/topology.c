@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "topology.h"
 
@@ -308,6 +310,42 @@ int dbr_blk_ctrl_by_devt(const char *root, unsigned int major,
 	return dbr_blk_ctrl_of_sys(path, c);
 }
 
+/*
+ * The controller a file's I/O reaches: a block device's own; for a regular
+ * file (or one not created yet: its directory) the disk of its filesystem,
+ * *via_fs set. -ENODEV where that is no block device sysfs lists (tmpfs,
+ * overlay...).
+ */
+int dbr_blk_ctrl_of_file(const char *root, const char *path,
+			 struct dbr_blk_ctrl *c, bool *via_fs)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	dev_t dev;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		if (strrchr(dir, '/'))
+			to_parent(dir);
+		else
+			snprintf(dir, sizeof(dir), ".");
+		if (stat(dir, &st) < 0)
+			return -errno;
+	}
+	*via_fs = !S_ISBLK(st.st_mode);
+	if (!*via_fs)
+		dev = st.st_rdev;
+	else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		dev = st.st_dev;
+	else
+		return -ENODEV;
+	ret = dbr_blk_ctrl_by_devt(root, major(dev), minor(dev), c);
+	return ret == -ENOENT ? -ENODEV : ret;
+}
+
 /* ---- topology ----------------------------------------------------------- */
 
 const char *dbr_topo_name(enum dbr_topo t)
@@ -440,6 +478,36 @@ int dbr_dist_pick(const enum dbr_dist *dist, int nr, unsigned int thread_idx)
 		if (dist[i] == best && !want--)
 			return i;
 	return -EINVAL;	/* not reached */
+}
+
+/*
+ * gpu_dev_ids=auto for one thread: a GPU's distance is the farthest it is
+ * from any of the thread's controllers; the closest GPU wins, ties spread
+ * by thread index (dbr_dist_pick). No controllers or no GPU PCI paths:
+ * every distance is unknown, which makes it round-robin.
+ */
+int dbr_gpu_pick(const struct dbr_pci_fn *gpus, int nr_gpus,
+		 const struct dbr_pci_fn *ctrls, int nr_ctrls,
+		 unsigned int thread_idx, enum dbr_dist *dist)
+{
+	enum dbr_dist d[DBR_TOPO_MAX_GPUS];
+	int g, i, dev;
+
+	if (nr_gpus <= 0 || nr_gpus > DBR_TOPO_MAX_GPUS)
+		return -EINVAL;
+	for (g = 0; g < nr_gpus; g++) {
+		d[g] = nr_ctrls ? DBR_DIST_SWITCH : DBR_DIST_UNKNOWN;
+		for (i = 0; i < nr_ctrls; i++) {
+			enum dbr_dist di = dbr_dist_of(&gpus[g], &ctrls[i]);
+
+			if (di > d[g])
+				d[g] = di;
+		}
+	}
+	dev = dbr_dist_pick(d, nr_gpus, thread_idx);
+	if (dev >= 0)
+		*dist = d[dev];
+	return dev;
 }
 
 /* The CPUs of a NUMA node, as sysfs lists them ("0-15,32-47"). */

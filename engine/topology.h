@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #define DBR_BDF_LEN	16	/* "0000:00:00.0" */
+#define DBR_TOPO_MAX_GPUS	64
 
 /* where two PCI functions meet, closest first */
 enum dbr_topo {
@@ -72,6 +73,8 @@ int dbr_blk_ctrl_by_name(const char *root, const char *name,
 int dbr_blk_ctrl_by_devt(const char *root, unsigned int major,
 			 unsigned int minor, struct dbr_blk_ctrl *c);
 int dbr_blk_ctrl_of_sys(const char *sysblk, struct dbr_blk_ctrl *c);
+int dbr_blk_ctrl_of_file(const char *root, const char *path,
+			 struct dbr_blk_ctrl *c, bool *via_fs);
 
 const char *dbr_topo_name(enum dbr_topo t);
 enum dbr_topo dbr_topo_classify(const char *a, const char *b, int numa_a,
@@ -81,6 +84,9 @@ const char *dbr_dist_name(enum dbr_dist d);
 enum dbr_dist dbr_dist_of(const struct dbr_pci_fn *a,
 			  const struct dbr_pci_fn *b);
 int dbr_dist_pick(const enum dbr_dist *dist, int nr, unsigned int thread_idx);
+int dbr_gpu_pick(const struct dbr_pci_fn *gpus, int nr_gpus,
+		 const struct dbr_pci_fn *ctrls, int nr_ctrls,
+		 unsigned int thread_idx, enum dbr_dist *dist);
 
 int dbr_numa_cpulist(const char *root, int node, char *buf, size_t len);
 

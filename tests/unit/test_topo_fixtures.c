@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -243,6 +244,76 @@ static void test_pick(void)
 	CHECK(dbr_dist_pick(d, 0, 0) == -EINVAL, "no devices: -EINVAL");
 }
 
+static void fn_of(const char *disk_name, struct dbr_pci_fn *fn)
+{
+	struct dbr_blk_ctrl c;
+
+	if (dbr_blk_ctrl_by_name(root, disk_name, &c) == 0)
+		*fn = c.pci;
+	else
+		memset(fn, 0, sizeof(*fn));
+}
+
+static void test_gpu_pick(void)
+{
+	static const char *const addr[] = {
+		"0000:81:00.0", "0000:05:00.0", "0000:04:00.0", "0000:41:00.0",
+	};
+	struct dbr_pci_fn gpus[4], ctrls[2];
+	enum dbr_dist d = DBR_DIST_UNKNOWN;
+	int i, dev;
+
+	for (i = 0; i < 4; i++)
+		dbr_pci_fn_get(root, addr[i], &gpus[i]);
+	fn_of("nvme0n1p1", &ctrls[0]);
+	fn_of("nvme1c1n1", &ctrls[1]);
+	dev = dbr_gpu_pick(gpus, 4, ctrls, 1, 5, &d);
+	CHECK(dev == 2 && d == DBR_DIST_SWITCH,
+	      "nvme0n1p1: GPU 2 below its switch (got %d, %s)", dev,
+	      dbr_dist_name(d));
+	/* both controllers: A is same-switch to one, same-host-bridge to the
+	 * other, B same-host-bridge to both: a tie, spread by thread */
+	CHECK(dbr_gpu_pick(gpus, 4, ctrls, 2, 0, &d) == 1 &&
+	      d == DBR_DIST_HOST_BRIDGE &&
+	      dbr_gpu_pick(gpus, 4, ctrls, 2, 1, &d) == 2,
+	      "two controllers: the farthest counts, threads 0/1 take GPUs 1/2");
+	CHECK(dbr_gpu_pick(gpus, 4, ctrls, 0, 6, &d) == 2 &&
+	      d == DBR_DIST_UNKNOWN, "no controller: round-robin (6 mod 4)");
+	memset(gpus, 0, sizeof(gpus));
+	CHECK(dbr_gpu_pick(gpus, 4, ctrls, 1, 3, &d) == 3 &&
+	      d == DBR_DIST_UNKNOWN, "no GPU PCI paths: round-robin");
+}
+
+/* a regular file reaches the controller of its filesystem's disk */
+static void test_file(void)
+{
+	char path[PATH_MAX], rel[64];
+	struct dbr_blk_ctrl c;
+	struct stat st;
+	bool via_fs = false;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/sys", root);
+	if (stat(path, &st) < 0)
+		return;
+	snprintf(rel, sizeof(rel), "dev/block/%u:%u", major(st.st_dev),
+		 minor(st.st_dev));
+	link_to(rel, NVME0 "/nvme/nvme0/nvme0n1/nvme0n1p1");
+	ret = dbr_blk_ctrl_of_file(root, path, &c, &via_fs);
+	CHECK(ret == 0 && via_fs && !strcmp(c.pci.bdf, "0000:03:00.0"),
+	      "a directory on %s: via its filesystem, controller '%s' (%d)",
+	      rel, c.pci.bdf, ret);
+	snprintf(path, sizeof(path), "%s/not-yet-created", root);
+	CHECK(dbr_blk_ctrl_of_file(root, path, &c, &via_fs) == 0 && via_fs &&
+	      !strcmp(c.pci.bdf, "0000:03:00.0"),
+	      "a file fio has not created yet: its directory's filesystem");
+	CHECK(dbr_blk_ctrl_of_file(root, "/dev/null", &c, &via_fs) == -ENODEV,
+	      "a character device: -ENODEV");
+	CHECK(dbr_blk_ctrl_of_file(root, "/nonexistent/dir/f", &c,
+				   &via_fs) == -ENOENT,
+	      "a directory that does not exist: -ENOENT");
+}
+
 static void test_cpus(bool numa)
 {
 	char buf[64];
@@ -289,6 +360,8 @@ static void with_tree(bool numa)
 		test_pci();
 		test_distance();
 		test_cpus(true);
+		test_gpu_pick();
+		test_file();
 	} else {
 		test_no_numa();
 	}

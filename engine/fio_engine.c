@@ -14,6 +14,7 @@
 
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,10 +44,16 @@ enum dbr_gpu_choice {
 	DBR_GPU_HOST,
 };
 
+enum dbr_gpu_cpus {
+	DBR_CPUS_NONE,
+	DBR_CPUS_AUTO,
+};
+
 struct dbr_options {
 	void *pad;		/* fio keeps its td pointer here */
 	unsigned int gpu;
 	char *gpu_dev_ids;
+	unsigned int gpu_cpus;
 	unsigned int transfer;
 	unsigned int gpu_sync;
 	unsigned int registerfiles;
@@ -93,6 +100,22 @@ static struct fio_option options[] = {
 		.off1	= offsetof(struct dbr_options, gpu_dev_ids),
 		.help	= "GPUs to use, ':' separated (thread i uses entry i mod n), or auto: the GPU nearest the controller of the thread's files",
 		.def	= "0",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "gpu_cpus",
+		.lname	= "CPUs near the GPU",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_cpus),
+		.help	= "Run each thread on the CPUs of its GPU's NUMA node",
+		.def	= "none",
+		.posval = {
+			  { .ival = "none", .oval = DBR_CPUS_NONE,
+			    .help = "Leave thread placement to fio and the kernel" },
+			  { .ival = "auto", .oval = DBR_CPUS_AUTO,
+			    .help = "The GPU's NUMA node, unless cpus_allowed (or numa_cpu_nodes) is set" },
+		},
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
 	},
@@ -193,6 +216,7 @@ struct dbr_data {
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
+	char cpus_said[160];	/* gpu_cpus=auto: where the thread runs */
 };
 
 /*
@@ -261,10 +285,110 @@ static const char *const gpu_names[] = {
 	[DBR_GPU_HOST] = "host",
 };
 
+/* Append to the string in buf, cut at len. */
+static void dbr_cat(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* gpu_cpus=auto: the CPUs of the GPU's NUMA node                           */
+
+static bool dbr_user_pinned(struct thread_data *t)
+{
+#ifdef CONFIG_LIBNUMA
+	if (fio_option_is_set(&t->o, numa_cpunodes))
+		return true;
+#endif
+	return fio_option_is_set(&t->o, cpumask);
+}
+
+/* The NUMA node of device dev and its CPU list; 0 or a negative errno. */
+static int dbr_gpu_node_cpus(const struct gpu_provider *p, int dev,
+			     int *node, char *cpus, size_t len)
+{
+	struct dbr_pci_fn *fn = malloc(sizeof(*fn));
+	char raw[64];
+	int ret = p->pci_addr ? 0 : -ENOSYS;
+
+	*node = -1;
+	if (!fn)
+		return -ENOMEM;
+	if (!ret)
+		ret = p->pci_addr(dev, raw, sizeof(raw));
+	if (!ret)
+		ret = dbr_pci_fn_get(dbr_sysfs_root(), raw, fn);
+	if (!ret) {
+		*node = fn->numa;
+		ret = dbr_numa_cpulist(dbr_sysfs_root(), fn->numa, cpus, len);
+	}
+	free(fn);
+	return ret;
+}
+
+/*
+ * Where gpu_cpus=auto puts thread t on device dev: 0 with set filled, or
+ * < 0 to leave it alone; said gets the words either way.
+ */
+static int dbr_cpus_plan(struct thread_data *t, const struct gpu_provider *p,
+			 int dev, cpu_set_t *set, char *said, size_t len)
+{
+	struct dbr_options *o = t->eo;
+	char cpus[256];
+	int node, cpu;
+
+	said[0] = '\0';
+	if (o->gpu_cpus != DBR_CPUS_AUTO)
+		return -ENOENT;
+	if (dbr_user_pinned(t)) {
+		snprintf(said, len, "CPUs as cpus_allowed says");
+		return -EEXIST;
+	}
+	if (dbr_gpu_node_cpus(p, dev, &node, cpus, sizeof(cpus)) < 0) {
+		snprintf(said, len, "CPUs unpinned: the %s device's NUMA node is not known",
+			 p->name);
+		return -ENOENT;
+	}
+	CPU_ZERO(set);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (dbr_cpu_listed(cpus, cpu))
+			CPU_SET(cpu, set);
+	snprintf(said, len, "CPUs %s of node %d", cpus, node);
+	return 0;
+}
+
+/* gpu_cpus=auto for this thread, before fio allocates its buffers */
+static void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
+{
+	char said[160];
+	cpu_set_t set;
+
+	if (dbr_cpus_plan(td, dd->prov, dd->buf.dev_id, &set, said,
+			  sizeof(said)) < 0) {
+		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
+		return;
+	}
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "CPUs unpinned: %s: %s",
+			 said, strerror(errno));
+		dbr_info("%s: thread %d: gpu_cpus=auto: %s", td->o.name,
+			 td->subjob_number, dd->cpus_said);
+		return;
+	}
+	snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
+}
+
+/* ------------------------------------------------------------------------ */
 /* gpu_dev_ids=auto: the GPU nearest the controller of each thread's files */
 
 /* every device's PCI function, as far as the runtime and sysfs tell */
 struct dbr_gpus {
+	const struct gpu_provider *prov;
 	struct dbr_pci_fn *fn;
 	int count;
 	int known;	/* devices with a PCI path */
@@ -292,6 +416,7 @@ static int dbr_gpus_get(const struct gpu_provider *p, int count,
 	char raw[64];
 	int i;
 
+	g->prov = p;
 	g->count = count < DBR_TOPO_MAX_GPUS ? count : DBR_TOPO_MAX_GPUS;
 	g->known = 0;
 	g->fn = calloc((size_t)g->count, sizeof(*g->fn));
@@ -386,6 +511,18 @@ struct dbr_said {
 	char why[200];
 };
 
+/* gpu_cpus=auto: what a thread's placement means for its CPUs, appended */
+static void dbr_place_cpus(struct thread_data *t, const struct gpu_provider *p,
+			   int dev, char *why, size_t len)
+{
+	char said[160];
+	cpu_set_t set;
+
+	dbr_cpus_plan(t, p, dev, &set, said, sizeof(said));
+	if (said[0])
+		dbr_cat(why, len, "; %s", said);
+}
+
 /* Every thread of td's job (td and its numjobs clones), by clone index. */
 static void dbr_place_job(struct thread_data *td, const struct dbr_gpus *g,
 			  const char *prov, struct dbr_said *s, unsigned int n)
@@ -402,18 +539,9 @@ static void dbr_place_job(struct thread_data *td, const struct dbr_gpus *g,
 		s[t->subjob_number].dev = pl.dev;
 		dbr_place_why(&pl, g, prov, s[t->subjob_number].why,
 			      sizeof(s[0].why));
+		dbr_place_cpus(t, g->prov, pl.dev, s[t->subjob_number].why,
+			       sizeof(s[0].why));
 	}
-}
-
-/* Append to the string in buf, cut at len. */
-static void dbr_cat(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
 }
 
 /* "threads 0,2 -> hip 1": every thread with s[first]'s device and why */
@@ -845,8 +973,10 @@ static int dbr_init(struct thread_data *td)
 	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
-	if (dbr_pick_provider(td, dd) || dbr_pick_sync(td, dd) ||
-	    dbr_setup_ring(td, dd))
+	if (dbr_pick_provider(td, dd))
+		goto err;
+	dbr_pin_cpus(td, dd);
+	if (dbr_pick_sync(td, dd) || dbr_setup_ring(td, dd))
 		goto err;
 	return 0;
 err:
@@ -986,14 +1116,15 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 	if (!dbr_first_thread(td))
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s",
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s%s%s",
 		 td->o.name, dd->prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
 		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
 		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
 		 "host fixed buffer + async GPU copies",
-		 flags);
+		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
+		 dd->cpus_said);
 }
 
 static int dbr_post_init(struct thread_data *td)

@@ -30,6 +30,11 @@ declare -A at=(
 	[0000:82:00.0]=$NVME2
 )
 
+# nodes 0 and 1 get the first and the last CPU this test may use
+cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+cpu0=${cpus%%[-,]*}
+cpu1=${cpus##*[-,]}
+
 # fixture ROOT DISK-DIR: a sysfs tree in which this directory's filesystem
 # (its st_dev) is the block device at DISK-DIR ("" for none)
 fixture() {
@@ -41,6 +46,9 @@ fixture() {
 		echo "$node" >"$root/sys/${at[$bdf]}/numa_node"
 		ln -s "$root/sys/${at[$bdf]}" "$root/sys/bus/pci/devices/$bdf"
 	done
+	mkdir -p "$root/sys/devices/system/node/node0" "$root/sys/devices/system/node/node1"
+	echo "$cpu0" >"$root/sys/devices/system/node/node0/cpulist"
+	echo "$cpu1" >"$root/sys/devices/system/node/node1/cpulist"
 	[ -n "$disk" ] || return 0
 	devt=$(stat -c '%Hd:%Ld' "$TMPD" 2>/dev/null) ||
 		devt=$(printf '%d:%d' $(($(stat -c '0x%d' "$TMPD") >> 8)) $(($(stat -c '0x%d' "$TMPD") & 255)))
@@ -101,6 +109,42 @@ got=$(allocs)
 	pass "gpu_dev_ids=2: every thread on device 2, no auto line" ||
 	fail "gpu_dev_ids=2: allocations '$got'"
 : >"$HIPDOUBLE_REPORT"
+
+# gpu_cpus=auto: the thread runs on its GPU's node, said in the same line
+DBR_SYSFS_ROOT=$TMPD/far HIPDOUBLE_PCI=$pci run_ok cpus-auto "${job[@]}" \
+	--numjobs=2 --gpu_cpus=auto
+want cpus-auto " dev0=2 dev1=0 dev2=0 dev3=0" \
+	"threads 0,1 -> hip 0: same-host-bridge to .*; CPUs $cpu1 of node 1\$"
+DBR_SYSFS_ROOT=$TMPD/far HIPDOUBLE_PCI=$pci run_ok cpus-allowed "${job[@]}" \
+	--numjobs=2 --gpu_cpus=auto --cpus_allowed="$cpu0"
+want cpus-allowed " dev0=2 dev1=0 dev2=0 dev3=0" \
+	"threads 0,1 -> hip 0: .*; CPUs as cpus_allowed says\$"
+# an explicit list: the job's path line says it
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok cpus-list "${job[@]}" \
+	--numjobs=1 --gpu_dev_ids=1 --gpu_cpus=auto
+grep -q "^dmabuf_uring: a: gpu=hip dev=1 transfer=bounce .*; gpu_cpus=auto: CPUs $cpu0 of node 0$" \
+	"$TMPD/cpus-list.out" && pass "gpu_dev_ids=1 gpu_cpus=auto: said in the path line" ||
+	{ fail "gpu_dev_ids=1 gpu_cpus=auto: no line"; grep dmabuf_uring "$TMPD/cpus-list.out"; }
+: >"$HIPDOUBLE_REPORT"
+# and the kernel has it: the job's thread runs on node 1's CPU only
+if [ "$cpu0" != "$cpu1" ]; then
+	DBR_SYSFS_ROOT=$TMPD/far HIPDOUBLE_PCI=$pci dbr_fio "${job[@]}" --numjobs=1 \
+		--gpu_cpus=auto --rw=randread --time_based --runtime=3 >"$TMPD/pinned.out" 2>&1 &
+	bg=$!
+	pinned=
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 0.2
+		for pid in $(pgrep -f "filename=$f" || true); do
+			pinned+=$(grep -h '^Cpus_allowed_list' /proc/"$pid"/task/*/status 2>/dev/null |
+				awk '{ print $2 }' | grep -x "$cpu1" || true)
+		done
+		[ -n "$pinned" ] && break
+	done
+	wait "$bg" || true
+	[ -n "$pinned" ] && pass "a job thread runs on CPU $cpu1 only (node 1)" ||
+		fail "no thread of the job pinned to CPU $cpu1"
+	: >"$HIPDOUBLE_REPORT"
+fi
 
 # gpu=host has one device: auto is harmless
 run_ok host-auto --name=a --filename="$f" --size=8m --gpu=host --transfer=bounce \

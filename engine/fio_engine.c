@@ -216,7 +216,7 @@ struct dbr_data {
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
-	char cpus_said[160];	/* gpu_cpus=auto: where the thread runs */
+	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
 };
 
 /*
@@ -358,7 +358,7 @@ static int dbr_cpus_plan(struct thread_data *t, const struct gpu_provider *p,
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
 		if (dbr_cpu_listed(cpus, cpu))
 			CPU_SET(cpu, set);
-	snprintf(said, len, "CPUs %s of node %d", cpus, node);
+	snprintf(said, len, "CPUs %.96s of node %d", cpus, node);
 	return 0;
 }
 
@@ -374,7 +374,7 @@ static void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
 		return;
 	}
 	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "CPUs unpinned: %s: %s",
+		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "CPUs unpinned: %.120s: %s",
 			 said, strerror(errno));
 		dbr_info("%s: thread %d: gpu_cpus=auto: %s", td->o.name,
 			 td->subjob_number, dd->cpus_said);
@@ -393,6 +393,9 @@ struct dbr_gpus {
 	int count;
 	int known;	/* devices with a PCI path */
 };
+
+/* controllers of one thread's files that count; more are left out */
+#define DBR_MAX_CTRLS	16
 
 /* what auto decided for one thread, and why */
 struct dbr_place {
@@ -456,7 +459,8 @@ static void dbr_place_ctrls(struct thread_data *t, struct dbr_pci_fn *ctrls,
 			pl->lost = pl->lost ? pl->lost : f->file_name;
 			continue;
 		}
-		if (dbr_ctrl_seen(ctrls, pl->nr_ctrls, c->pci.bdf))
+		if (pl->nr_ctrls == DBR_MAX_CTRLS ||
+		    dbr_ctrl_seen(ctrls, pl->nr_ctrls, c->pci.bdf))
 			continue;
 		if (!pl->nr_ctrls) {
 			snprintf(pl->disk, sizeof(pl->disk), "%s", c->disk);
@@ -470,7 +474,7 @@ static void dbr_place_ctrls(struct thread_data *t, struct dbr_pci_fn *ctrls,
 static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
 		     struct dbr_place *pl)
 {
-	struct dbr_pci_fn *ctrls = calloc(t->files_index + 1, sizeof(*ctrls));
+	struct dbr_pci_fn *ctrls = calloc(DBR_MAX_CTRLS, sizeof(*ctrls));
 	struct dbr_blk_ctrl *c = malloc(sizeof(*c));
 
 	memset(pl, 0, sizeof(*pl));

@@ -104,6 +104,16 @@ run_refused() {
 	fi
 }
 
+# use_hip_double: fio loads the HIP runtime test double (tests/gpu/) in
+# place of libamdhip64.so; skips when built without HIP. Sets libs.
+use_hip_double() {
+	libs=$BUILDDIR/tests/gpu/.libs
+	grep -q '^#define DBR_HAVE_HIP 1' "$BUILDDIR/config.h" || skip "built --without-hip"
+	[ -f "$libs/libamdhip64.so" ] || die "the HIP double is not built ($libs/libamdhip64.so)"
+	export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export HIPDOUBLE_REPORT=$TMPD/report
+}
+
 # hip_report FILE: the HIP double's last report line of each process (it
 # appends one at every release and at exit: fio's job processes leave
 # through _exit, past any destructor)

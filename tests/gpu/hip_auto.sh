@@ -7,11 +7,7 @@
 # that gpu=host and an explicit list are unchanged.
 . "$(dirname "$0")/../lib.sh"
 
-libs=$BUILDDIR/tests/gpu/.libs
-grep -q '^#define DBR_HAVE_HIP 1' "$BUILDDIR/config.h" || skip "built --without-hip"
-[ -f "$libs/libamdhip64.so" ] || die "the HIP double is not built ($libs/libamdhip64.so)"
-export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export HIPDOUBLE_REPORT=$TMPD/report
+use_hip_double
 
 HB0=devices/pci0000:00
 SW=$HB0/0000:00:01.0/0000:01:00.0

@@ -4,11 +4,7 @@
 # processes, two devices), and every bad input a HIP user can hit.
 . "$(dirname "$0")/../lib.sh"
 
-libs=$BUILDDIR/tests/gpu/.libs
-grep -q '^#define DBR_HAVE_HIP 1' "$BUILDDIR/config.h" || skip "built --without-hip"
-[ -f "$libs/libamdhip64.so" ] || die "the HIP double is not built ($libs/libamdhip64.so)"
-export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export HIPDOUBLE_REPORT=$TMPD/report
+use_hip_double
 export HIPDOUBLE_DELAY_US=50
 
 # what the processes of the last run left behind (their final report lines

@@ -10,11 +10,7 @@
 #    when it runs).
 . "$(dirname "$0")/../lib.sh"
 
-libs=$BUILDDIR/tests/gpu/.libs
-grep -q '^#define DBR_HAVE_HIP 1' "$BUILDDIR/config.h" || skip "built --without-hip"
-[ -f "$libs/libamdhip64.so" ] || die "the HIP double is not built ($libs/libamdhip64.so)"
-export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export HIPDOUBLE_REPORT=$TMPD/report
+use_hip_double
 
 f=$(scratch_file)
 # the file's blocks differ from one another, so a torn copy shows

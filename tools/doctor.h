@@ -84,7 +84,7 @@ struct dd_facts {
 	long lbs;			/* logical block size, -1 unknown */
 	long max_kb, max_hw_kb;		/* queue limits, -1 unknown */
 	char nvme_pci[DD_BDF_LEN];	/* "" when not a PCI function */
-	char nvme_sys[256];		/* /sys/devices/... of that function */
+	char nvme_sys[PATH_MAX];		/* /sys/devices/... of that function */
 	int nvme_numa;
 
 	/* IOMMU */
@@ -104,7 +104,7 @@ struct dd_facts {
 	char exporter[64];		/* exp_name of the probe dma-buf */
 	size_t export_bytes;
 	char gpu_pci[DD_BDF_LEN];	/* "" unknown */
-	char gpu_sys[256];
+	char gpu_sys[PATH_MAX];
 	int gpu_numa;
 
 	/* topology */

@@ -32,7 +32,7 @@
 #define NVME2	HB1 "/0000:80:02.0/0000:82:00.0"	/* node 1 */
 #define SUBSYS	"devices/virtual/nvme-subsystem/nvme-subsys7"
 
-static char root[PATH_MAX];
+static char root[512];
 
 static void put(const char *rel, const char *text)
 {
@@ -85,7 +85,7 @@ static void pci_fn(const char *dev, const char *bdf, const char *numa)
 /* a namespace below controller ctrl (its sysfs dir) with class and dev links */
 static void disk(const char *ctrl, const char *name, const char *devt)
 {
-	char rel[PATH_MAX], dir[PATH_MAX];
+	char rel[PATH_MAX], dir[2048];
 
 	snprintf(dir, sizeof(dir), "%s/%s", ctrl, name);
 	snprintf(rel, sizeof(rel), "%s/dev", dir);

@@ -168,7 +168,7 @@ int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len)
 		v = strtol(p, &end, 10);
 		if (end == p || errno || v < 0 || v > 4095 ||
 		    (*end && *end != ':')) {
-			snprintf(msg, len, "gpu_dev_ids=%s: expected device ordinals separated by ':', e.g. gpu_dev_ids=0:1",
+			snprintf(msg, len, "gpu_dev_ids=%s: expected device ordinals separated by ':', e.g. gpu_dev_ids=0:1, or auto",
 				 s);
 			return -EINVAL;
 		}

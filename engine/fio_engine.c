@@ -9,11 +9,12 @@
  * io_uring side), pipeline.c (the stages an I/O passes: copies before, the
  * ring, copies after), config.c (checks), target.c (what a file is) and gpu/
  * (the memory providers). It reads top to bottom like the engine's life cycle:
- * options, init, iomem_alloc, post_init, open_file, queue, commit,
+ * options, init (provider, device placement), iomem_alloc, post_init, open_file, queue, commit,
  * getevents, event, close_file, iomem_free, cleanup.
 
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include "provider.h"
 #include "ring.h"
 #include "target.h"
+#include "topology.h"
 
 #define DBR_NAME	"dmabuf_uring"
 
@@ -42,10 +44,16 @@ enum dbr_gpu_choice {
 	DBR_GPU_HOST,
 };
 
+enum dbr_gpu_cpus {
+	DBR_CPUS_NONE,
+	DBR_CPUS_AUTO,
+};
+
 struct dbr_options {
 	void *pad;		/* fio keeps its td pointer here */
 	unsigned int gpu;
 	char *gpu_dev_ids;
+	unsigned int gpu_cpus;
 	unsigned int transfer;
 	unsigned int gpu_sync;
 	unsigned int registerfiles;
@@ -90,8 +98,24 @@ static struct fio_option options[] = {
 		.lname	= "GPU device ordinals",
 		.type	= FIO_OPT_STR_STORE,
 		.off1	= offsetof(struct dbr_options, gpu_dev_ids),
-		.help	= "GPUs to use, ':' separated; thread i uses entry i mod n",
+		.help	= "GPUs to use, ':' separated (thread i uses entry i mod n), or auto: the GPU nearest the controller of the thread's files",
 		.def	= "0",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "gpu_cpus",
+		.lname	= "CPUs near the GPU",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_cpus),
+		.help	= "Run each thread on the CPUs of its GPU's NUMA node",
+		.def	= "none",
+		.posval = {
+			  { .ival = "none", .oval = DBR_CPUS_NONE,
+			    .help = "Leave thread placement to fio and the kernel" },
+			  { .ival = "auto", .oval = DBR_CPUS_AUTO,
+			    .help = "The GPU's NUMA node, unless cpus_allowed (or numa_cpu_nodes) is set" },
+		},
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
 	},
@@ -192,6 +216,7 @@ struct dbr_data {
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
+	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
 };
 
 /*
@@ -260,6 +285,341 @@ static const char *const gpu_names[] = {
 	[DBR_GPU_HOST] = "host",
 };
 
+/* Append to the string in buf, cut at len. */
+static void dbr_cat(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* gpu_cpus=auto: the CPUs of the GPU's NUMA node                           */
+
+static bool dbr_user_pinned(struct thread_data *t)
+{
+#ifdef CONFIG_LIBNUMA
+	if (fio_option_is_set(&t->o, numa_cpunodes))
+		return true;
+#endif
+	return fio_option_is_set(&t->o, cpumask);
+}
+
+/* The NUMA node of device dev and its CPU list; 0 or a negative errno. */
+static int dbr_gpu_node_cpus(const struct gpu_provider *p, int dev,
+			     int *node, char *cpus, size_t len)
+{
+	struct dbr_pci_fn *fn = malloc(sizeof(*fn));
+	char raw[64];
+	int ret = p->pci_addr ? 0 : -ENOSYS;
+
+	*node = -1;
+	if (!fn)
+		return -ENOMEM;
+	if (!ret)
+		ret = p->pci_addr(dev, raw, sizeof(raw));
+	if (!ret)
+		ret = dbr_pci_fn_get(dbr_sysfs_root(), raw, fn);
+	if (!ret) {
+		*node = fn->numa;
+		ret = dbr_numa_cpulist(dbr_sysfs_root(), fn->numa, cpus, len);
+	}
+	free(fn);
+	return ret;
+}
+
+/*
+ * Where gpu_cpus=auto puts thread t on device dev: 0 with set filled, or
+ * < 0 to leave it alone; said gets the words either way.
+ */
+static int dbr_cpus_plan(struct thread_data *t, const struct gpu_provider *p,
+			 int dev, cpu_set_t *set, char *said, size_t len)
+{
+	struct dbr_options *o = t->eo;
+	char cpus[256];
+	int node, cpu;
+
+	said[0] = '\0';
+	if (o->gpu_cpus != DBR_CPUS_AUTO)
+		return -ENOENT;
+	if (dbr_user_pinned(t)) {
+		snprintf(said, len, "CPUs as cpus_allowed says");
+		return -EEXIST;
+	}
+	if (dbr_gpu_node_cpus(p, dev, &node, cpus, sizeof(cpus)) < 0) {
+		snprintf(said, len, "CPUs unpinned: the %s device's NUMA node is not known",
+			 p->name);
+		return -ENOENT;
+	}
+	CPU_ZERO(set);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (dbr_cpu_listed(cpus, cpu))
+			CPU_SET(cpu, set);
+	snprintf(said, len, "CPUs %.96s of node %d", cpus, node);
+	return 0;
+}
+
+/* gpu_cpus=auto for this thread, before fio allocates its buffers */
+static void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
+{
+	char said[160];
+	cpu_set_t set;
+
+	if (dbr_cpus_plan(td, dd->prov, dd->buf.dev_id, &set, said,
+			  sizeof(said)) < 0) {
+		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
+		return;
+	}
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "CPUs unpinned: %.120s: %s",
+			 said, strerror(errno));
+		dbr_info("%s: thread %d: gpu_cpus=auto: %s", td->o.name,
+			 td->subjob_number, dd->cpus_said);
+		return;
+	}
+	snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
+}
+
+/* ------------------------------------------------------------------------ */
+/* gpu_dev_ids=auto: the GPU nearest the controller of each thread's files */
+
+/* every device's PCI function, as far as the runtime and sysfs tell */
+struct dbr_gpus {
+	const struct gpu_provider *prov;
+	struct dbr_pci_fn *fn;
+	int count;
+	int known;	/* devices with a PCI path */
+};
+
+/* controllers of one thread's files that count; more are left out */
+#define DBR_MAX_CTRLS	16
+
+/* what auto decided for one thread, and why */
+struct dbr_place {
+	int dev;
+	enum dbr_dist dist;
+	int nr_ctrls;		/* distinct PCI controllers of its files */
+	char disk[64];		/* the first of them: its disk and address */
+	char bdf[DBR_BDF_LEN];
+	bool via_fs;		/* reached through a filesystem */
+	const char *lost;	/* the first file on no PCI controller */
+};
+
+static bool dbr_dev_ids_auto(const struct dbr_options *o)
+{
+	return o->gpu_dev_ids && !strcasecmp(o->gpu_dev_ids, "auto");
+}
+
+static int dbr_gpus_get(const struct gpu_provider *p, int count,
+			struct dbr_gpus *g)
+{
+	char raw[64];
+	int i;
+
+	g->prov = p;
+	g->count = count < DBR_TOPO_MAX_GPUS ? count : DBR_TOPO_MAX_GPUS;
+	g->known = 0;
+	g->fn = calloc((size_t)g->count, sizeof(*g->fn));
+	if (!g->fn)
+		return -ENOMEM;
+	for (i = 0; i < g->count; i++) {
+		g->fn[i].numa = -1;
+		if (g->count > 1 && p->pci_addr &&
+		    !p->pci_addr(i, raw, sizeof(raw)) &&
+		    !dbr_pci_fn_get(dbr_sysfs_root(), raw, &g->fn[i]))
+			g->known++;
+	}
+	return 0;
+}
+
+static bool dbr_ctrl_seen(const struct dbr_pci_fn *ctrls, int n,
+			  const char *bdf)
+{
+	while (n--)
+		if (!strcmp(ctrls[n].bdf, bdf))
+			return true;
+	return false;
+}
+
+/* The distinct PCI controllers behind thread t's files into ctrls. */
+static void dbr_place_ctrls(struct thread_data *t, struct dbr_pci_fn *ctrls,
+			    struct dbr_blk_ctrl *c, struct dbr_place *pl)
+{
+	struct fio_file *f;
+	unsigned int i;
+
+	for_each_file(t, f, i) {
+		bool via_fs = false;
+
+		if (dbr_blk_ctrl_of_file(dbr_sysfs_root(), f->file_name, c,
+					 &via_fs) || !c->pci.sys[0]) {
+			pl->lost = pl->lost ? pl->lost : f->file_name;
+			continue;
+		}
+		if (pl->nr_ctrls == DBR_MAX_CTRLS ||
+		    dbr_ctrl_seen(ctrls, pl->nr_ctrls, c->pci.bdf))
+			continue;
+		if (!pl->nr_ctrls) {
+			snprintf(pl->disk, sizeof(pl->disk), "%s", c->disk);
+			snprintf(pl->bdf, sizeof(pl->bdf), "%s", c->pci.bdf);
+			pl->via_fs = via_fs;
+		}
+		ctrls[pl->nr_ctrls++] = c->pci;
+	}
+}
+
+static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
+		     struct dbr_place *pl)
+{
+	struct dbr_pci_fn *ctrls = calloc(DBR_MAX_CTRLS, sizeof(*ctrls));
+	struct dbr_blk_ctrl *c = malloc(sizeof(*c));
+
+	memset(pl, 0, sizeof(*pl));
+	pl->dist = DBR_DIST_UNKNOWN;
+	if (ctrls && c && g->known)
+		dbr_place_ctrls(t, ctrls, c, pl);
+	pl->dev = ctrls && c ? dbr_gpu_pick(g->fn, g->count, ctrls,
+					    pl->nr_ctrls, t->subjob_number,
+					    &pl->dist) : -ENOMEM;
+	free(c);
+	free(ctrls);
+	return pl->dev;
+}
+
+static void dbr_place_why(const struct dbr_place *pl,
+			  const struct dbr_gpus *g, const char *prov,
+			  char *buf, size_t len)
+{
+	if (g->count == 1)
+		snprintf(buf, len, "gpu=%s has one device", prov);
+	else if (!g->known)
+		snprintf(buf, len, "round-robin: gpu=%s tells no PCI address for its devices",
+			 prov);
+	else if (!pl->nr_ctrls)
+		snprintf(buf, len, "round-robin: %s is on no PCI controller",
+			 pl->lost ? pl->lost : "no file");
+	else
+		snprintf(buf, len, "%s to %s's controller %s%s%s",
+			 dbr_dist_name(pl->dist), pl->disk, pl->bdf,
+			 pl->nr_ctrls > 1 ? " (the farthest of its files')" : "",
+			 pl->via_fs ? ", via the filesystem" : "");
+}
+
+/* what one thread of the job got, for the job's line */
+struct dbr_said {
+	int dev;		/* -1: not placed */
+	bool said;
+	char why[200];
+};
+
+/* gpu_cpus=auto: what a thread's placement means for its CPUs, appended */
+static void dbr_place_cpus(struct thread_data *t, const struct gpu_provider *p,
+			   int dev, char *why, size_t len)
+{
+	char said[160];
+	cpu_set_t set;
+
+	dbr_cpus_plan(t, p, dev, &set, said, sizeof(said));
+	if (said[0])
+		dbr_cat(why, len, "; %s", said);
+}
+
+/* Every thread of td's job (td and its numjobs clones), by clone index. */
+static void dbr_place_job(struct thread_data *td, const struct dbr_gpus *g,
+			  const char *prov, struct dbr_said *s, unsigned int n)
+{
+	unsigned int i = td->thread_number - 1;
+	struct thread_data *t;
+	struct dbr_place pl;
+
+	for (t = td; i < (unsigned int)thread_number; t = tnumber_to_td(++i)) {
+		if (t != td && (!t->subjob_number || t->io_ops != td->io_ops))
+			break;
+		if (t->subjob_number >= n || dbr_place(t, g, &pl) < 0)
+			continue;
+		s[t->subjob_number].dev = pl.dev;
+		dbr_place_why(&pl, g, prov, s[t->subjob_number].why,
+			      sizeof(s[0].why));
+		dbr_place_cpus(t, g->prov, pl.dev, s[t->subjob_number].why,
+			       sizeof(s[0].why));
+	}
+}
+
+/* "threads 0,2 -> hip 1": every thread with s[first]'s device and why */
+static void dbr_say_group(struct dbr_said *s, unsigned int n,
+			  unsigned int first, const char *prov, char *buf,
+			  size_t len)
+{
+	unsigned int i, nr = 1;
+	char ids[256];
+
+	snprintf(ids, sizeof(ids), "%u", first);
+	for (i = first + 1; i < n; i++) {
+		if (s[i].said || s[i].dev != s[first].dev ||
+		    strcmp(s[i].why, s[first].why))
+			continue;
+		s[i].said = true;
+		nr++;
+		dbr_cat(ids, sizeof(ids), ",%u", i);
+	}
+	dbr_cat(buf, len, "thread%s %s -> %s %d", nr > 1 ? "s" : "", ids,
+		prov, s[first].dev);
+}
+
+/*
+ * One line for the job: which device each thread got and why, e.g.
+ * "threads 0,2 -> hip 1, threads 1,3 -> hip 3: same-switch, nvme0n1 at ...".
+ */
+static void dbr_say_places(struct thread_data *td, const struct dbr_gpus *g,
+			   const char *prov)
+{
+	unsigned int n = td->o.numjobs ? td->o.numjobs : 1, i;
+	struct dbr_said *s = calloc(n, sizeof(*s));
+	bool same = true;
+	char line[640];
+
+	if (!s)
+		return;
+	for (i = 0; i < n; i++)
+		s[i].dev = -1;
+	dbr_place_job(td, g, prov, s, n);
+	for (i = 1; i < n; i++)
+		same = same && (s[i].dev < 0 || !strcmp(s[i].why, s[0].why));
+	line[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (s[i].said || s[i].dev < 0)
+			continue;
+		s[i].said = true;
+		dbr_cat(line, sizeof(line), "%s", line[0] ? ", " : "");
+		dbr_say_group(s, n, i, prov, line, sizeof(line));
+		if (!same)
+			dbr_cat(line, sizeof(line), " (%s)", s[i].why);
+	}
+	dbr_info("%s: gpu_dev_ids=auto: %s%s%s", td->o.name, line,
+		 same ? ": " : "", same ? s[0].why : "");
+	free(s);
+}
+
+static int dbr_pick_auto(struct thread_data *td, struct dbr_data *dd,
+			 int count)
+{
+	struct dbr_gpus g;
+	struct dbr_place pl;
+
+	if (dbr_gpus_get(dd->prov, count, &g) < 0 || dbr_place(td, &g, &pl) < 0) {
+		free(g.fn);
+		return dbr_fail(td, ENOMEM, "gpu_dev_ids", "out of memory");
+	}
+	dd->buf.dev_id = pl.dev;
+	if (dbr_first_thread(td))
+		dbr_say_places(td, &g, dd->prov->name);
+	free(g.fn);
+	return 0;
+}
+
 static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_options *o = td->eo;
@@ -286,6 +646,8 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 		return dbr_fail(td, count ? -count : ENODEV, "gpu provider",
 				msg);
 	}
+	if (dbr_dev_ids_auto(o))
+		return dbr_pick_auto(td, dd, count);
 	nr = dbr_parse_dev_ids(o->gpu_dev_ids, ids, DBR_MAX_DEV_IDS, msg,
 			       sizeof(msg));
 	if (nr < 0)
@@ -594,8 +956,10 @@ static int dbr_init(struct thread_data *td)
 	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
-	if (dbr_pick_provider(td, dd) || dbr_pick_sync(td, dd) ||
-	    dbr_setup_ring(td, dd))
+	if (dbr_pick_provider(td, dd))
+		goto err;
+	dbr_pin_cpus(td, dd);
+	if (dbr_pick_sync(td, dd) || dbr_setup_ring(td, dd))
 		goto err;
 	return 0;
 err:
@@ -735,14 +1099,15 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 	if (!dbr_first_thread(td))
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s",
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s%s%s",
 		 td->o.name, dd->prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
 		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
 		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
 		 "host fixed buffer + async GPU copies",
-		 flags);
+		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
+		 dd->cpus_said);
 }
 
 static int dbr_post_init(struct thread_data *td)

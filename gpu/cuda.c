@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +77,8 @@ struct cu_api {
 	CUresult (*MemcpyBatchAsync_v2)(CUdeviceptr *, CUdeviceptr *, size_t *,
 					size_t, void *, size_t *, size_t,
 					CUstream);
+	/* optional: the device's PCI address */
+	CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
 	/* optional: stream memory operations (CUDA 12 names it _v2) */
 	CUresult (*StreamWriteValue64)(CUstream, CUdeviceptr, cuuint64_t,
 				       unsigned int);
@@ -130,6 +133,7 @@ struct cu_memcpy_attr {
 
 static void cu_load_optional(void *lib)
 {
+	*(void **)&cu.DeviceGetPCIBusId = dlsym(lib, "cuDeviceGetPCIBusId");
 	*(void **)&cu.StreamWriteValue64 = dlsym(lib, "cuStreamWriteValue64_v2");
 	if (!cu.StreamWriteValue64)
 		*(void **)&cu.StreamWriteValue64 = dlsym(lib, "cuStreamWriteValue64");
@@ -640,6 +644,23 @@ static void cuda_free(struct gpu_buf *b)
 	b->priv = NULL;
 }
 
+static int cuda_pci_addr(int dev, char *buf, size_t len)
+{
+	char why[160];
+	CUdevice cudev;
+	int ret = cu_api_get(why, sizeof(why));
+
+	if (ret < 0)
+		return ret;
+	if (!cu.DeviceGetPCIBusId)
+		return -ENOSYS;
+	if (len > INT_MAX)
+		len = INT_MAX;
+	if (cu.Init(0) != CUDA_SUCCESS || cu.DeviceGet(&cudev, dev) != CUDA_SUCCESS)
+		return -ENODEV;
+	return cu_errno(cu.DeviceGetPCIBusId(buf, (int)len, cudev));
+}
+
 const struct gpu_provider gpu_cuda_provider = {
 	.name		= "cuda",
 	.probe		= cuda_probe,
@@ -652,4 +673,5 @@ const struct gpu_provider gpu_cuda_provider = {
 	.wait		= gpu_stream_wait,
 	.drain		= gpu_stream_drain,
 	.free		= cuda_free,
+	.pci_addr	= cuda_pci_addr,
 };

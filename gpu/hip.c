@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,8 @@ struct hip_api {
 				      hipStream_t);
 	hipError_t (*MemcpyDtoHAsync)(void *, hipDeviceptr_t, size_t,
 				      hipStream_t);
+	/* optional: the device's PCI address */
+	hipError_t (*DeviceGetPCIBusId)(char *, int, int);
 	/* optional: stream memory operations */
 	hipError_t (*HostGetDevicePointer)(void **, void *, unsigned int);
 	hipError_t (*StreamWriteValue64)(hipStream_t, void *, uint64_t,
@@ -192,6 +195,7 @@ static void hip_load(void)
 	*(void **)&hip.MemcpyBatchAsync = dlsym(lib, "hipMemcpyBatchAsync");
 	*(void **)&hip.HostGetDevicePointer = dlsym(lib, "hipHostGetDevicePointer");
 	*(void **)&hip.StreamWriteValue64 = dlsym(lib, "hipStreamWriteValue64");
+	*(void **)&hip.DeviceGetPCIBusId = dlsym(lib, "hipDeviceGetPCIBusId");
 	if (!hip.MemGetHandleForAddressRange)
 		hip_load_hsa();
 }
@@ -592,6 +596,20 @@ static void hip_free(struct gpu_buf *b)
 	b->priv = NULL;
 }
 
+static int hip_pci_addr(int dev, char *buf, size_t len)
+{
+	char why[160];
+	int ret = hip_api_get(why, sizeof(why));
+
+	if (ret < 0)
+		return ret;
+	if (!hip.DeviceGetPCIBusId)
+		return -ENOSYS;
+	if (len > INT_MAX)
+		len = INT_MAX;
+	return hip_errno(hip.DeviceGetPCIBusId(buf, (int)len, dev));
+}
+
 const struct gpu_provider gpu_hip_provider = {
 	.name		= "hip",
 	.probe		= hip_probe,
@@ -604,4 +622,5 @@ const struct gpu_provider gpu_hip_provider = {
 	.wait		= gpu_stream_wait,
 	.drain		= gpu_stream_drain,
 	.free		= hip_free,
+	.pci_addr	= hip_pci_addr,
 };

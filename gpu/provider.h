@@ -79,6 +79,12 @@ struct gpu_provider {
 	int (*drain)(struct gpu_buf *b);
 	/* Release everything alloc and export_dmabuf acquired. */
 	void (*free)(struct gpu_buf *b);
+	/*
+	 * Optional (NULL, or -ENOSYS where the runtime lacks the call): the
+	 * PCI address of device dev as the runtime writes it
+	 * ("00000000:3B:00.0"); topology.h normalizes it. After probe.
+	 */
+	int (*pci_addr)(int dev, char *buf, size_t len);
 };
 
 extern const struct gpu_provider gpu_host_provider;

@@ -24,10 +24,11 @@
 #include "ring.h"
 #include "target.h"
 #include "provider.h"
+#include "topology.h"
 
 #define DD_SCHEMA_VERSION	1
 #define DD_MAX_RESULTS		32
-#define DD_BDF_LEN		16	/* "0000:00:00.0" */
+#define DD_BDF_LEN		DBR_BDF_LEN
 /* an *_err field for a step that was never attempted */
 #define DD_NOT_TRIED		1
 /* the probe buffer: one provider allocation unit (see gpu_buf_round) */
@@ -38,17 +39,6 @@ enum dd_status {
 	DD_WARN,
 	DD_FAIL,
 	DD_SKIP,	/* not applicable, or a prerequisite failed */
-};
-
-/* where GPU and NVMe controller meet, closest first */
-enum dd_topo {
-	DD_TOPO_UNKNOWN,
-	DD_TOPO_NA,		/* gpu=host: no peer device */
-	DD_TOPO_SWITCH,		/* below one PCIe switch */
-	DD_TOPO_ROOT_PORT,	/* below one root port */
-	DD_TOPO_ROOT_COMPLEX,	/* one host bridge, different root ports */
-	DD_TOPO_HOST_BRIDGES,	/* different host bridges, one NUMA node */
-	DD_TOPO_SOCKETS,	/* different NUMA nodes */
 };
 
 /* A kernel config symbol: y / m / not set / config not readable. */
@@ -94,7 +84,7 @@ struct dd_facts {
 	long lbs;			/* logical block size, -1 unknown */
 	long max_kb, max_hw_kb;		/* queue limits, -1 unknown */
 	char nvme_pci[DD_BDF_LEN];	/* "" when not a PCI function */
-	char nvme_sys[256];		/* /sys/devices/... of that function */
+	char nvme_sys[PATH_MAX];		/* /sys/devices/... of that function */
 	int nvme_numa;
 
 	/* IOMMU */
@@ -114,11 +104,11 @@ struct dd_facts {
 	char exporter[64];		/* exp_name of the probe dma-buf */
 	size_t export_bytes;
 	char gpu_pci[DD_BDF_LEN];	/* "" unknown */
-	char gpu_sys[256];
+	char gpu_sys[PATH_MAX];
 	int gpu_numa;
 
 	/* topology */
-	enum dd_topo topo;
+	enum dbr_topo topo;
 	char topo_via[DD_BDF_LEN];	/* the closest common bridge */
 
 	/* limits */
@@ -162,19 +152,11 @@ const char *dd_errname(int err);
 void dd_print_text(const struct dd_report *rep);
 void dd_print_json(const struct dd_report *rep);
 
-/* doctor_sys.c: small sysfs / procfs readers, 0 or -errno */
-const char *dd_topo_name(enum dd_topo t);
+/* doctor_sys.c: kernel config and command line (sysfs: topology.h) */
 const char *dd_kconf_name(enum dd_kconf k);
-int dd_read_str(const char *path, char *buf, size_t len);
-int dd_read_long(const char *path, long *val);
-int dd_bdf_of_path(const char *syspath, char *bdf, size_t len);
-int dd_pci_sys_path(const char *bdf, char *buf, size_t len);
-int dd_pci_numa(const char *bdf);
 enum dd_kconf dd_kconfig(const char *sym, char *src, size_t srclen);
 void dd_cmdline_iommu(char *buf, size_t len);
 int dd_count_dir(const char *path);
-enum dd_topo dd_topo_classify(const char *a, const char *b, int numa_a,
-			      int numa_b, char *via, size_t len);
 
 /* doctor_gpu_pci.c: the GPU's PCI address as its runtime tells it */
 int dd_gpu_pci_addr(const char *prov, int dev, char *bdf, size_t len);

@@ -46,7 +46,7 @@ static void gather_kernel(struct dd_facts *f)
 	if (!uname(&u))
 		snprintf(f->release, sizeof(f->release), "%s", u.release);
 	f->io_uring_disabled = -1;
-	if (!dd_read_long("/proc/sys/kernel/io_uring_disabled", &v))
+	if (!dbr_sys_read_long("/proc/sys/kernel/io_uring_disabled", &v))
 		f->io_uring_disabled = (int)v;
 	gather_ring(f);
 	f->probe_err = f->ring_err < 0 ? DD_NOT_TRIED : dbr_probe_p2p();
@@ -76,65 +76,35 @@ static void gather_queue(struct dd_facts *f)
 	if (f->t.is_partition)
 		to_parent(dir);
 	snprintf(path, sizeof(path), "%s/queue/logical_block_size", dir);
-	dd_read_long(path, &f->lbs);
+	dbr_sys_read_long(path, &f->lbs);
 	snprintf(path, sizeof(path), "%s/queue/max_sectors_kb", dir);
-	dd_read_long(path, &f->max_kb);
+	dbr_sys_read_long(path, &f->max_kb);
 	snprintf(path, sizeof(path), "%s/queue/max_hw_sectors_kb", dir);
-	dd_read_long(path, &f->max_hw_kb);
+	dbr_sys_read_long(path, &f->max_hw_kb);
 }
 
-static bool is_ctrl_name(const char *name)
-{
-	unsigned int n;
-	int used = 0;
-
-	return sscanf(name, "nvme%u%n", &n, &used) == 1 && !name[used];
-}
-
-/* The controller sysfs path of an NVMe disk: its parent, or for a multipath
- * head node (a child of its nvme-subsystem) the subsystem's first controller. */
-static int nvme_ctrl_path(struct dd_facts *f, char *ctrl, size_t len)
-{
-	char subsys[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(subsys, sizeof(subsys), "%s", f->sysblk);
-	if (f->t.is_partition)
-		to_parent(subsys);
-	f->mpath_head = strstr(subsys, "/nvme-subsystem/") != NULL;
-	if (!f->mpath_head) {
-		snprintf(ctrl, len, "%s/device", subsys);
-		return 0;
-	}
-	to_parent(subsys);
-	d = opendir(subsys);
-	if (!d)
-		return -errno;
-	ctrl[0] = '\0';
-	while ((de = readdir(d))) {
-		if (!is_ctrl_name(de->d_name))
-			continue;
-		if (!f->mpath_paths++)
-			snprintf(ctrl, len, "%s/%s", subsys, de->d_name);
-	}
-	closedir(d);
-	return ctrl[0] ? 0 : -ENODEV;
-}
-
+/* The controller and its PCI function, as the engine's auto choice sees
+ * them (a multipath head node: the subsystem's lowest numbered path). */
 static void gather_nvme(struct dd_facts *f)
 {
-	char ctrl[PATH_MAX + 288], path[PATH_MAX + 320];
+	char path[PATH_MAX + 16];
+	struct dbr_blk_ctrl *c;
 
-	if (strncmp(f->t.name, "nvme", 4) ||
-	    nvme_ctrl_path(f, ctrl, sizeof(ctrl)))
+	if (strncmp(f->t.name, "nvme", 4))
 		return;
-	snprintf(path, sizeof(path), "%s/transport", ctrl);
-	dd_read_str(path, f->transport, sizeof(f->transport));
-	if (dd_bdf_of_path(ctrl, f->nvme_pci, sizeof(f->nvme_pci)) < 0)
+	c = malloc(sizeof(*c));
+	if (!c)
 		return;
-	dd_pci_sys_path(f->nvme_pci, f->nvme_sys, sizeof(f->nvme_sys));
-	f->nvme_numa = dd_pci_numa(f->nvme_pci);
+	if (dbr_blk_ctrl_of_sys(f->sysblk, c) == 0) {
+		f->mpath_head = c->mpath_head;
+		f->mpath_paths = c->mpath_paths;
+		snprintf(path, sizeof(path), "%s/transport", c->ctrl);
+		dbr_sys_read_str(path, f->transport, sizeof(f->transport));
+		snprintf(f->nvme_pci, sizeof(f->nvme_pci), "%s", c->pci.bdf);
+		snprintf(f->nvme_sys, sizeof(f->nvme_sys), "%s", c->pci.sys);
+		f->nvme_numa = c->pci.numa;
+	}
+	free(c);
 }
 
 static int open_target(struct dd_ctx *c)
@@ -221,7 +191,7 @@ static void gather_iommu(struct dd_facts *f)
 	f->iommu_group = atoi(base ? base + 1 : link);
 	snprintf(path, sizeof(path), "/sys/kernel/iommu_groups/%d/type",
 		 f->iommu_group);
-	dd_read_str(path, f->iommu_type, sizeof(f->iommu_type));
+	dbr_sys_read_str(path, f->iommu_type, sizeof(f->iommu_type));
 }
 
 /* ---- GPU ---------------------------------------------------------------- */
@@ -296,8 +266,8 @@ static void gather_gpu_pci(struct dd_facts *f, int dev)
 	if (dd_gpu_pci_addr(f->prov_name, dev, f->gpu_pci,
 			    sizeof(f->gpu_pci)) < 0)
 		return;
-	dd_pci_sys_path(f->gpu_pci, f->gpu_sys, sizeof(f->gpu_sys));
-	f->gpu_numa = dd_pci_numa(f->gpu_pci);
+	dbr_pci_sys_path("", f->gpu_pci, f->gpu_sys, sizeof(f->gpu_sys));
+	f->gpu_numa = dbr_pci_numa("", f->gpu_pci);
 }
 
 static void gather_gpu(struct dd_ctx *c)
@@ -353,12 +323,12 @@ static void gather_topology(struct dd_ctx *c)
 	struct dd_facts *f = &c->rep.f;
 
 	if (c->prov == &gpu_host_provider)
-		f->topo = DD_TOPO_NA;
+		f->topo = DBR_TOPO_NA;
 	else if (f->gpu_sys[0] && f->nvme_sys[0])
-		f->topo = dd_topo_classify(f->gpu_sys, f->nvme_sys, f->gpu_numa,
+		f->topo = dbr_topo_classify(f->gpu_sys, f->nvme_sys, f->gpu_numa,
 					   f->nvme_numa, f->topo_via,
 					   sizeof(f->topo_via));
-	if (dd_read_long(UDMABUF_LIMIT_PARAM, &f->udmabuf_limit_mb) < 0)
+	if (dbr_sys_read_long(UDMABUF_LIMIT_PARAM, &f->udmabuf_limit_mb) < 0)
 		f->udmabuf_limit_mb = -1;
 }
 

@@ -15,13 +15,13 @@
 #define HB1 "/sys/devices/pci0000:80"
 
 static void check_topo(const char *a, const char *b, int na, int nb,
-		       enum dd_topo want, const char *want_via)
+		       enum dbr_topo want, const char *want_via)
 {
 	char via[DD_BDF_LEN];
-	enum dd_topo got = dd_topo_classify(a, b, na, nb, via, sizeof(via));
+	enum dbr_topo got = dbr_topo_classify(a, b, na, nb, via, sizeof(via));
 
 	CHECK(got == want && !strcmp(via, want_via),
-	      "%s: got %s via '%s'", dd_topo_name(want), dd_topo_name(got), via);
+	      "%s: got %s via '%s'", dbr_topo_name(want), dbr_topo_name(got), via);
 }
 
 static void test_classify(void)
@@ -29,29 +29,29 @@ static void test_classify(void)
 	/* root port 01.0 -> switch up 01:00.0 -> down 02:0x.0 -> endpoints */
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0",
 		   HB0 "/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:04:00.0",
-		   0, 0, DD_TOPO_SWITCH, "0000:01:00.0");
+		   0, 0, DBR_TOPO_SWITCH, "0000:01:00.0");
 	/* two functions of one device below a root port */
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB0 "/0000:00:01.0/0000:01:00.1",
-		   0, 0, DD_TOPO_ROOT_PORT, "0000:00:01.0");
+		   0, 0, DBR_TOPO_ROOT_PORT, "0000:00:01.0");
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB0 "/0000:00:03.0/0000:05:00.0",
-		   0, 0, DD_TOPO_ROOT_COMPLEX, "pci0000:00");
+		   0, 0, DBR_TOPO_ROOT_COMPLEX, "pci0000:00");
 	/* integrated endpoints on the root bus, as in a VM */
 	check_topo(HB0 "/0000:00:04.0", HB0 "/0000:00:05.0",
-		   -1, -1, DD_TOPO_ROOT_COMPLEX, "pci0000:00");
+		   -1, -1, DBR_TOPO_ROOT_COMPLEX, "pci0000:00");
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   "/sys/devices/pci0000:40/0000:40:01.0/0000:41:00.0",
-		   0, 0, DD_TOPO_HOST_BRIDGES, "");
+		   0, 0, DBR_TOPO_HOST_BRIDGES, "");
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB1 "/0000:80:01.0/0000:81:00.0",
-		   0, 1, DD_TOPO_SOCKETS, "");
+		   0, 1, DBR_TOPO_SOCKETS, "");
 	/* no NUMA information: cannot tell sockets apart */
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB1 "/0000:80:01.0/0000:81:00.0",
-		   -1, -1, DD_TOPO_HOST_BRIDGES, "");
+		   -1, -1, DBR_TOPO_HOST_BRIDGES, "");
 	check_topo("/sys/devices/virtual/block/loop0", HB0 "/0000:00:04.0",
-		   0, 0, DD_TOPO_UNKNOWN, "");
+		   0, 0, DBR_TOPO_UNKNOWN, "");
 }
 
 /* the readers, against this machine */
@@ -61,18 +61,18 @@ static void test_machine(void)
 	enum dd_kconf k;
 	long v;
 
-	CHECK(dd_read_long("/proc/sys/kernel/pid_max", &v) == 0 && v > 0,
-	      "dd_read_long(pid_max) = %ld", v);
-	CHECK(dd_read_str("/nonexistent/doctor", buf, sizeof(buf)) < 0,
-	      "dd_read_str of a missing file fails");
-	CHECK(dd_bdf_of_path("/sys/devices/virtual/mem/null", bdf,
+	CHECK(dbr_sys_read_long("/proc/sys/kernel/pid_max", &v) == 0 && v > 0,
+	      "dbr_sys_read_long(pid_max) = %ld", v);
+	CHECK(dbr_sys_read_str("/nonexistent/doctor", buf, sizeof(buf)) < 0,
+	      "dbr_sys_read_str of a missing file fails");
+	CHECK(dbr_bdf_of_path("/sys/devices/virtual/mem/null", bdf,
 			     sizeof(bdf)) < 0,
 	      "a virtual device has no PCI function");
 	if (dd_count_dir("/sys/bus/pci/devices") > 0 &&
-	    dd_read_str("/sys/bus/pci/devices/0000:00:00.0/vendor", buf,
+	    dbr_sys_read_str("/sys/bus/pci/devices/0000:00:00.0/vendor", buf,
 			sizeof(buf)) == 0) {
-		CHECK(dd_pci_sys_path("0000:00:00.0", path, sizeof(path)) == 0 &&
-		      dd_bdf_of_path(path, bdf, sizeof(bdf)) == 0 &&
+		CHECK(dbr_pci_sys_path("", "0000:00:00.0", path, sizeof(path)) == 0 &&
+		      dbr_bdf_of_path(path, bdf, sizeof(bdf)) == 0 &&
 		      !strcmp(bdf, "0000:00:00.0"),
 		      "PCI function 0000:00:00.0 resolves to %s", path);
 	}

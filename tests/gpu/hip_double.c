@@ -84,6 +84,7 @@ static struct {
 	bool leak_free;
 	char fail[128];
 	const char *report;
+	const char *pci;	/* HIPDOUBLE_PCI: addr0,addr1,... */
 } cfg;
 
 static struct {
@@ -129,6 +130,7 @@ __attribute__((constructor)) static void double_init(void)
 	s = getenv("HIPDOUBLE_LEAK");
 	cfg.leak_free = s && !strcmp(s, "free");
 	cfg.report = getenv("HIPDOUBLE_REPORT");
+	cfg.pci = getenv("HIPDOUBLE_PCI");
 }
 
 /* One line of counters, appended in one write (processes share the file). */
@@ -187,6 +189,33 @@ const char *hipGetErrorName(hipError_t e)
 	case hipErrorNotSupported: return "hipErrorNotSupported";
 	default: return "hipErrorUnknown";
 	}
+}
+
+/*
+ * Device dev's entry of HIPDOUBLE_PCI (comma separated, one per device), so
+ * tests can place devices in a sysfs tree built as a fixture; without it,
+ * hipErrorNotSupported, as for a device that is not on PCI.
+ */
+hipError_t hipDeviceGetPCIBusId(char *buf, int len, int dev)
+{
+	const char *p = cfg.pci;
+	size_t n;
+	int i;
+
+	if (!buf || len <= 0 || dev < 0 || dev >= cfg.devices)
+		return hipErrorInvalidValue;
+	for (i = 0; p && i < dev; i++) {
+		p = strchr(p, ',');
+		p = p ? p + 1 : NULL;
+	}
+	if (!p || !*p || *p == ',')
+		return hipErrorNotSupported;
+	n = strcspn(p, ",");
+	if (n >= (size_t)len)
+		return hipErrorInvalidValue;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return hipSuccess;
 }
 
 hipError_t hipGetDeviceCount(int *count)

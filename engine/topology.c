@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The PCIe path between a block device's controller and a GPU, read from
+ * sysfs (see topology.h). Moved here from dmabuf-doctor so that the engine
+ * and the doctor read the tree the same way.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "topology.h"
+
+#define DBR_MAX_DEPTH	16
+
+const char *dbr_sysfs_root(void)
+{
+	const char *root = getenv("DBR_SYSFS_ROOT");
+
+	return root ? root : "";
+}
+
+int dbr_sys_read_str(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = '\0';
+	return 0;
+}
+
+int dbr_sys_read_long(const char *path, long *val)
+{
+	char buf[32], *end;
+	int ret = dbr_sys_read_str(path, buf, sizeof(buf));
+
+	if (ret < 0)
+		return ret;
+	errno = 0;
+	*val = strtol(buf, &end, 10);
+	if (errno || end == buf)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- PCI functions ------------------------------------------------------ */
+
+/* "00000000:3B:00.0" (as runtimes write it) -> "0000:3b:00.0" (as sysfs) */
+int dbr_bdf_normalize(const char *in, char *bdf, size_t len)
+{
+	unsigned int dom, bus, slot, fn;
+	int used = 0;
+
+	/* the function is one digit: "0x" would pass for a hex number */
+	if (sscanf(in, "%x:%x:%x.%x%n", &dom, &bus, &slot, &fn, &used) != 4 ||
+	    in[used] || in[used - 2] != '.' || dom > 0xffff || bus > 0xff ||
+	    slot > 0x1f || fn > 7)
+		return -EINVAL;
+	snprintf(bdf, len, "%04x:%02x:%02x.%x", dom, bus, slot, fn);
+	return 0;
+}
+
+/* "0000:3b:00.0" and nothing else */
+static bool is_bdf(const char *s, size_t n)
+{
+	static const char pat[] = "xxxx:xx:xx.x";
+	size_t i;
+
+	if (n != sizeof(pat) - 1)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (pat[i] == 'x' ? !isxdigit((unsigned char)s[i]) :
+				    s[i] != pat[i])
+			return false;
+	}
+	return true;
+}
+
+/* The last BDF component of a resolved path, or NULL. */
+static const char *last_bdf(const char *real)
+{
+	const char *p, *found = NULL;
+
+	for (p = real; p && *p; p = strchr(p, '/')) {
+		const char *c = *p == '/' ? p + 1 : p;
+		const char *end = strchrnul(c, '/');
+
+		if (is_bdf(c, (size_t)(end - c)))
+			found = c;
+		p = end;
+	}
+	return found;
+}
+
+/* The PCI function a sysfs device sits below: the last BDF on its path. */
+int dbr_bdf_of_path(const char *syspath, char *bdf, size_t len)
+{
+	char real[PATH_MAX];
+	const char *found;
+
+	if (!realpath(syspath, real))
+		return -errno;
+	found = last_bdf(real);
+	if (!found || len <= 12)
+		return -ENODEV;
+	snprintf(bdf, len, "%.12s", found);
+	return 0;
+}
+
+int dbr_pci_sys_path(const char *root, const char *bdf, char *buf,
+		     size_t len)
+{
+	char path[PATH_MAX], real[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/sys/bus/pci/devices/%s", root, bdf);
+	if (!realpath(path, real))
+		return -errno;
+	if (strlen(real) >= len)
+		return -ENAMETOOLONG;
+	strcpy(buf, real);
+	return 0;
+}
+
+/* -1 where sysfs has no node (one-node machines, VMs) */
+static int numa_of_sys(const char *sys)
+{
+	char path[PATH_MAX + 16];
+	long node;
+
+	snprintf(path, sizeof(path), "%s/numa_node", sys);
+	if (dbr_sys_read_long(path, &node) < 0 || node < 0)
+		return -1;
+	return (int)node;
+}
+
+int dbr_pci_numa(const char *root, const char *bdf)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/sys/bus/pci/devices/%s", root, bdf);
+	return numa_of_sys(path);
+}
+
+/* A PCI function by address in any spelling a runtime uses. */
+int dbr_pci_fn_get(const char *root, const char *addr, struct dbr_pci_fn *fn)
+{
+	int ret = dbr_bdf_normalize(addr, fn->bdf, sizeof(fn->bdf));
+
+	fn->sys[0] = '\0';
+	fn->numa = -1;
+	if (ret < 0)
+		return ret;
+	ret = dbr_pci_sys_path(root, fn->bdf, fn->sys, sizeof(fn->sys));
+	if (ret < 0)
+		return ret;
+	fn->numa = numa_of_sys(fn->sys);
+	return 0;
+}
+
+/* ---- block devices ------------------------------------------------------ */
+
+static void to_parent(char *path)
+{
+	char *slash = strrchr(path, '/');
+
+	if (slash && slash != path)
+		*slash = '\0';
+}
+
+static bool has_file(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* "nvme3": a controller's name, as a subsystem lists it */
+static int ctrl_number(const char *name)
+{
+	unsigned int n;
+	int used = 0;
+
+	if (sscanf(name, "nvme%u%n", &n, &used) != 1 || name[used] ||
+	    n > INT_MAX)
+		return -1;
+	return (int)n;
+}
+
+/*
+ * A multipath head node is a child of its nvme-subsystem, which lists the
+ * controllers (paths) it spans: take the lowest numbered one.
+ */
+static int mpath_ctrl(const char *disk_dir, struct dbr_blk_ctrl *c)
+{
+	char subsys[PATH_MAX], path[PATH_MAX + 64];
+	struct dirent *de;
+	int best = -1;
+	DIR *d;
+
+	snprintf(subsys, sizeof(subsys), "%s", disk_dir);
+	to_parent(subsys);
+	d = opendir(subsys);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		int n = ctrl_number(de->d_name);
+
+		if (n < 0)
+			continue;
+		c->mpath_paths++;
+		if (best < 0 || n < best)
+			best = n;
+	}
+	closedir(d);
+	if (best < 0)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "%s/nvme%d", subsys, best);
+	return realpath(path, c->ctrl) ? 0 : -errno;
+}
+
+/* The controller: the disk's device link, else the disk's parent. */
+static int direct_ctrl(const char *disk_dir, struct dbr_blk_ctrl *c)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/device", disk_dir);
+	if (realpath(path, c->ctrl))
+		return 0;
+	snprintf(c->ctrl, sizeof(c->ctrl), "%s", disk_dir);
+	to_parent(c->ctrl);
+	return 0;
+}
+
+/* The PCI function of the controller, from its path: "" when not PCI. */
+static void ctrl_pci(struct dbr_blk_ctrl *c)
+{
+	const char *bdf = last_bdf(c->ctrl);
+	size_t n;
+
+	c->pci.bdf[0] = c->pci.sys[0] = '\0';
+	c->pci.numa = -1;
+	if (!bdf)
+		return;
+	snprintf(c->pci.bdf, sizeof(c->pci.bdf), "%.12s", bdf);
+	n = (size_t)(bdf - c->ctrl) + 12;
+	snprintf(c->pci.sys, sizeof(c->pci.sys), "%.*s", (int)n, c->ctrl);
+	c->pci.numa = numa_of_sys(c->pci.sys);
+}
+
+/*
+ * From a block device's sysfs directory (any of /sys/dev/block/M:m,
+ * /sys/class/block/NAME or what they resolve to) to its controller.
+ */
+int dbr_blk_ctrl_of_sys(const char *sysblk, struct dbr_blk_ctrl *c)
+{
+	char disk[PATH_MAX];
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->pci.numa = -1;
+	if (!realpath(sysblk, disk))
+		return -errno;
+	c->partition = has_file(disk, "partition");
+	if (c->partition)
+		to_parent(disk);
+	snprintf(c->disk, sizeof(c->disk), "%s", strrchr(disk, '/') + 1);
+	c->mpath_head = strstr(disk, "/nvme-subsystem/") != NULL;
+	ret = c->mpath_head ? mpath_ctrl(disk, c) : direct_ctrl(disk, c);
+	if (ret < 0)
+		return ret;
+	ctrl_pci(c);
+	return 0;
+}
+
+int dbr_blk_ctrl_by_name(const char *root, const char *name,
+			 struct dbr_blk_ctrl *c)
+{
+	char path[PATH_MAX];
+
+	if (!*name || strchr(name, '/'))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/sys/class/block/%s", root, name);
+	return dbr_blk_ctrl_of_sys(path, c);
+}
+
+int dbr_blk_ctrl_by_devt(const char *root, unsigned int major,
+			 unsigned int minor, struct dbr_blk_ctrl *c)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/sys/dev/block/%u:%u", root, major,
+		 minor);
+	return dbr_blk_ctrl_of_sys(path, c);
+}
+
+/*
+ * The controller a file's I/O reaches: a block device's own; for a regular
+ * file (or one not created yet: its directory) the disk of its filesystem,
+ * *via_fs set. -ENODEV where that is no block device sysfs lists (tmpfs,
+ * overlay...).
+ */
+int dbr_blk_ctrl_of_file(const char *root, const char *path,
+			 struct dbr_blk_ctrl *c, bool *via_fs)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	dev_t dev;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		if (strrchr(dir, '/'))
+			to_parent(dir);
+		else
+			snprintf(dir, sizeof(dir), ".");
+		if (stat(dir, &st) < 0)
+			return -errno;
+	}
+	*via_fs = !S_ISBLK(st.st_mode);
+	if (!*via_fs)
+		dev = st.st_rdev;
+	else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		dev = st.st_dev;
+	else
+		return -ENODEV;
+	ret = dbr_blk_ctrl_by_devt(root, major(dev), minor(dev), c);
+	return ret == -ENOENT ? -ENODEV : ret;
+}
+
+/* ---- topology ----------------------------------------------------------- */
+
+const char *dbr_topo_name(enum dbr_topo t)
+{
+	static const char *const names[] = {
+		[DBR_TOPO_UNKNOWN] = "unknown",
+		[DBR_TOPO_NA] = "not-applicable",
+		[DBR_TOPO_SWITCH] = "same-switch",
+		[DBR_TOPO_ROOT_PORT] = "same-root-port",
+		[DBR_TOPO_ROOT_COMPLEX] = "same-root-complex",
+		[DBR_TOPO_HOST_BRIDGES] = "different-host-bridges",
+		[DBR_TOPO_SOCKETS] = "different-sockets",
+	};
+
+	return names[t];
+}
+
+/*
+ * Split .../devices/pci0000:00/0000:00:01.0/.../0000:05:00.0 into its
+ * components from the host bridge down; returns the count.
+ */
+static int split_pci_path(const char *path, char comp[][24], int max)
+{
+	const char *p = strstr(path, "/devices/pci");
+	int n = 0;
+
+	if (p)
+		p += strlen("/devices");
+	while (p && *p == '/' && n < max) {
+		const char *c = p + 1, *end = strchrnul(c, '/');
+		size_t len = (size_t)(end - c);
+
+		if (!len || len >= sizeof(comp[0]))
+			break;
+		memcpy(comp[n], c, len);
+		comp[n++][len] = '\0';
+		p = end;
+	}
+	return n;
+}
+
+/*
+ * Where two PCI functions meet, from their /sys/devices paths: the deepest
+ * common ancestor is the host bridge (component 0), a root port (1) or a
+ * switch port (2 and deeper). via gets that ancestor's name.
+ */
+enum dbr_topo dbr_topo_classify(const char *a, const char *b, int numa_a,
+				int numa_b, char *via, size_t len)
+{
+	char ca[DBR_MAX_DEPTH][24], cb[DBR_MAX_DEPTH][24];
+	int na = split_pci_path(a, ca, DBR_MAX_DEPTH);
+	int nb = split_pci_path(b, cb, DBR_MAX_DEPTH);
+	int k = 0;
+
+	via[0] = '\0';
+	if (na < 2 || nb < 2)
+		return DBR_TOPO_UNKNOWN;
+	/* ancestors only: the last component is the function itself */
+	while (k < na - 1 && k < nb - 1 && !strcmp(ca[k], cb[k]))
+		k++;
+	if (k == 0)
+		return numa_a >= 0 && numa_b >= 0 && numa_a != numa_b ?
+		       DBR_TOPO_SOCKETS : DBR_TOPO_HOST_BRIDGES;
+	snprintf(via, len, "%s", ca[k - 1]);
+	if (k == 1)
+		return DBR_TOPO_ROOT_COMPLEX;
+	return k == 2 ? DBR_TOPO_ROOT_PORT : DBR_TOPO_SWITCH;
+}
+
+const char *dbr_dist_name(enum dbr_dist d)
+{
+	static const char *const names[] = {
+		[DBR_DIST_SWITCH] = "same-switch",
+		[DBR_DIST_ROOT_PORT] = "same-root-port",
+		[DBR_DIST_HOST_BRIDGE] = "same-host-bridge",
+		[DBR_DIST_NUMA] = "same-numa-node",
+		[DBR_DIST_OTHER] = "other",
+		[DBR_DIST_UNKNOWN] = "unknown",
+	};
+
+	return names[d];
+}
+
+/* How far apart two PCI functions are, as gpu_dev_ids=auto ranks them. */
+enum dbr_dist dbr_dist_of(const struct dbr_pci_fn *a,
+			  const struct dbr_pci_fn *b)
+{
+	char via[DBR_BDF_LEN];
+
+	if (!a->sys[0] || !b->sys[0])
+		return DBR_DIST_UNKNOWN;
+	switch (dbr_topo_classify(a->sys, b->sys, a->numa, b->numa, via,
+				  sizeof(via))) {
+	case DBR_TOPO_SWITCH:
+		return DBR_DIST_SWITCH;
+	case DBR_TOPO_ROOT_PORT:
+		return DBR_DIST_ROOT_PORT;
+	case DBR_TOPO_ROOT_COMPLEX:
+		return DBR_DIST_HOST_BRIDGE;
+	case DBR_TOPO_HOST_BRIDGES:
+		return a->numa >= 0 && a->numa == b->numa ? DBR_DIST_NUMA :
+							      DBR_DIST_OTHER;
+	case DBR_TOPO_SOCKETS:
+		return DBR_DIST_OTHER;
+	default:
+		return DBR_DIST_UNKNOWN;
+	}
+}
+
+/*
+ * The device for thread thread_idx: the closest class any device reaches,
+ * and among the devices in it entry thread_idx mod their count, so threads
+ * with the same choice spread evenly. -EINVAL for no devices.
+ */
+int dbr_dist_pick(const enum dbr_dist *dist, int nr, unsigned int thread_idx)
+{
+	enum dbr_dist best = DBR_DIST_UNKNOWN;
+	unsigned int ties = 0, want;
+	int i;
+
+	if (nr <= 0)
+		return -EINVAL;
+	for (i = 0; i < nr; i++)
+		if (dist[i] < best)
+			best = dist[i];
+	for (i = 0; i < nr; i++)
+		ties += dist[i] == best;
+	want = thread_idx % ties;
+	for (i = 0; i < nr; i++)
+		if (dist[i] == best && !want--)
+			return i;
+	return -EINVAL;	/* not reached */
+}
+
+/*
+ * gpu_dev_ids=auto for one thread: a GPU's distance is the farthest it is
+ * from any of the thread's controllers; the closest GPU wins, ties spread
+ * by thread index (dbr_dist_pick). No controllers or no GPU PCI paths:
+ * every distance is unknown, which makes it round-robin.
+ */
+int dbr_gpu_pick(const struct dbr_pci_fn *gpus, int nr_gpus,
+		 const struct dbr_pci_fn *ctrls, int nr_ctrls,
+		 unsigned int thread_idx, enum dbr_dist *dist)
+{
+	enum dbr_dist d[DBR_TOPO_MAX_GPUS];
+	int g, i, dev;
+
+	if (nr_gpus <= 0 || nr_gpus > DBR_TOPO_MAX_GPUS)
+		return -EINVAL;
+	for (g = 0; g < nr_gpus; g++) {
+		d[g] = nr_ctrls ? DBR_DIST_SWITCH : DBR_DIST_UNKNOWN;
+		for (i = 0; i < nr_ctrls; i++) {
+			enum dbr_dist di = dbr_dist_of(&gpus[g], &ctrls[i]);
+
+			if (di > d[g])
+				d[g] = di;
+		}
+	}
+	dev = dbr_dist_pick(d, nr_gpus, thread_idx);
+	if (dev >= 0)
+		*dist = d[dev];
+	return dev;
+}
+
+/* The CPUs of a NUMA node, as sysfs lists them ("0-15,32-47"). */
+int dbr_numa_cpulist(const char *root, int node, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (node < 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/sys/devices/system/node/node%d/cpulist",
+		 root, node);
+	ret = dbr_sys_read_str(path, buf, len);
+	if (!ret && !buf[0])
+		return -ENOENT;
+	return ret;
+}

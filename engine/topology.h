@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a block device's controller and a GPU sit on the PCIe tree, from
+ * sysfs alone: shared by the engine (gpu_dev_ids=auto, gpu_cpus=auto) and
+ * dmabuf-doctor. No fio, no printing; errors are negative errnos.
+ *
+ * Every lookup takes a sysfs root: "" for the machine's own /sys, a
+ * directory holding a sys/ tree built as a fixture for tests (the engine
+ * takes it from DBR_SYSFS_ROOT, which only tests set).
+ */
+#ifndef DBR_TOPOLOGY_H
+#define DBR_TOPOLOGY_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DBR_BDF_LEN	16	/* "0000:00:00.0" */
+#define DBR_TOPO_MAX_GPUS	64
+
+/* where two PCI functions meet, closest first */
+enum dbr_topo {
+	DBR_TOPO_UNKNOWN,
+	DBR_TOPO_NA,		/* gpu=host: no peer device */
+	DBR_TOPO_SWITCH,	/* below one PCIe switch */
+	DBR_TOPO_ROOT_PORT,	/* below one root port */
+	DBR_TOPO_ROOT_COMPLEX,	/* one host bridge, different root ports */
+	DBR_TOPO_HOST_BRIDGES,	/* different host bridges, one NUMA node */
+	DBR_TOPO_SOCKETS,	/* different NUMA nodes */
+};
+
+/* the distance classes gpu_dev_ids=auto ranks GPUs by, closest first */
+enum dbr_dist {
+	DBR_DIST_SWITCH,	/* below one PCIe switch */
+	DBR_DIST_ROOT_PORT,	/* below one root port */
+	DBR_DIST_HOST_BRIDGE,	/* below one host bridge */
+	DBR_DIST_NUMA,		/* one NUMA node (both known) */
+	DBR_DIST_OTHER,		/* other sockets, or no NUMA information */
+	DBR_DIST_UNKNOWN,	/* a PCI path is not known */
+};
+
+/* A PCI function: its address, /sys/devices path and NUMA node (-1: none). */
+struct dbr_pci_fn {
+	char bdf[DBR_BDF_LEN];
+	char sys[PATH_MAX];
+	int numa;
+};
+
+/* The controller behind a block device, as sysfs shows it. */
+struct dbr_blk_ctrl {
+	char disk[64];		/* the whole disk: nvme0n1 for nvme0n1p2 */
+	char ctrl[PATH_MAX];	/* its controller's sysfs directory */
+	struct dbr_pci_fn pci;	/* bdf "" when the controller is not PCI */
+	bool partition;
+	bool mpath_head;	/* an nvme-subsystem head node */
+	int mpath_paths;	/* controllers behind a head node */
+};
+
+const char *dbr_sysfs_root(void);
+
+int dbr_sys_read_str(const char *path, char *buf, size_t len);
+int dbr_sys_read_long(const char *path, long *val);
+
+int dbr_bdf_normalize(const char *in, char *bdf, size_t len);
+int dbr_bdf_of_path(const char *syspath, char *bdf, size_t len);
+int dbr_pci_sys_path(const char *root, const char *bdf, char *buf,
+		     size_t len);
+int dbr_pci_numa(const char *root, const char *bdf);
+int dbr_pci_fn_get(const char *root, const char *addr, struct dbr_pci_fn *fn);
+
+int dbr_blk_ctrl_by_name(const char *root, const char *name,
+			 struct dbr_blk_ctrl *c);
+int dbr_blk_ctrl_by_devt(const char *root, unsigned int major,
+			 unsigned int minor, struct dbr_blk_ctrl *c);
+int dbr_blk_ctrl_of_sys(const char *sysblk, struct dbr_blk_ctrl *c);
+int dbr_blk_ctrl_of_file(const char *root, const char *path,
+			 struct dbr_blk_ctrl *c, bool *via_fs);
+
+const char *dbr_topo_name(enum dbr_topo t);
+enum dbr_topo dbr_topo_classify(const char *a, const char *b, int numa_a,
+				int numa_b, char *via, size_t len);
+
+const char *dbr_dist_name(enum dbr_dist d);
+enum dbr_dist dbr_dist_of(const struct dbr_pci_fn *a,
+			  const struct dbr_pci_fn *b);
+int dbr_dist_pick(const enum dbr_dist *dist, int nr, unsigned int thread_idx);
+int dbr_gpu_pick(const struct dbr_pci_fn *gpus, int nr_gpus,
+		 const struct dbr_pci_fn *ctrls, int nr_ctrls,
+		 unsigned int thread_idx, enum dbr_dist *dist);
+
+int dbr_numa_cpulist(const char *root, int node, char *buf, size_t len);
+
+#endif

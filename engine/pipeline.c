@@ -418,6 +418,17 @@ static bool wait_failed(int ret)
 }
 
 /*
+ * Nothing queued may stay unsubmitted past a getevents call, and what was
+ * collected goes back even when waiting failed.
+ */
+static int getevents_end(struct dbr_pipe *p, unsigned int n, int ret)
+{
+	if (!wait_failed(ret) && p->ring->unsubmitted)
+		ret = dbr_ring_submit(p->ring, 0);
+	return n || !wait_failed(ret) ? (int)n : ret;
+}
+
+/*
  * Up to max of the ring's completions straight into done[], for a pipeline
  * without copies: each is finished as it comes off the ring, and what does
  * not fit stays in the CQ for the next call. The kernel is asked for more
@@ -458,9 +469,7 @@ static int getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
 		if (n >= min || !p->ring->inflight)
 			break;
 	}
-	if (!wait_failed(ret) && p->ring->unsubmitted)
-		ret = dbr_ring_submit(p->ring, 0);
-	return n || !wait_failed(ret) ? (int)n : ret;
+	return getevents_end(p, n, ret);
 }
 
 int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
@@ -495,9 +504,5 @@ int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
 		if (wait_failed(ret))
 			break;
 	}
-	/* nothing queued may stay unsubmitted past this call */
-	if (!wait_failed(ret) && p->ring->unsubmitted)
-		ret = dbr_ring_submit(p->ring, 0);
-	/* what was collected goes back even when waiting failed */
-	return n || !wait_failed(ret) ? (int)n : ret;
+	return getevents_end(p, n, ret);
 }

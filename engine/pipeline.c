@@ -348,14 +348,6 @@ static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
 	return n;
 }
 
-static long elapsed_ns(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec;
-}
-
 /*
  * While a copy runs and the ring has I/O out, spin a while on both: the copy
  * may finish, or the ring may finish I/O whose copies should start now
@@ -363,7 +355,6 @@ static long elapsed_ns(const struct timespec *t0)
  */
 static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
 {
-	long spin = gpu_spin_ns();
 	struct timespec t0;
 	int ret;
 
@@ -374,7 +365,7 @@ static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
 			return ret;
 		if (dbr_ring_ready(p->ring))
 			return 1;
-		if (spin >= 0 && elapsed_ns(&t0) >= spin)
+		if (gpu_spin_over(&t0))
 			break;
 	}
 	return 0;

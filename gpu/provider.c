@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -141,4 +142,17 @@ long gpu_spin_ns(void)
 	if (env && *env)
 		ns = atol(env) < 0 ? -1 : atol(env) * 1000L;
 	return ns;
+}
+
+/* Has a wait that started spinning at t0 spun for as long as it may? */
+bool gpu_spin_over(const struct timespec *t0)
+{
+	long spin = gpu_spin_ns();
+	struct timespec t;
+
+	if (spin < 0)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec >=
+	       spin;
 }

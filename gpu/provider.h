@@ -112,6 +112,9 @@ const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
 
 /* Nanoseconds a wait for copies spins before it sleeps; < 0: no sleep. */
 long gpu_spin_ns(void);
+struct timespec;
+/* Has a wait that started spinning at t0 (CLOCK_MONOTONIC) spun long enough? */
+bool gpu_spin_over(const struct timespec *t0);
 
 /* Round a buffer size up to what every provider can allocate and export. */
 size_t gpu_buf_round(size_t size);

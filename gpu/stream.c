@@ -314,14 +314,6 @@ int gpu_stream_poll(struct gpu_buf *b, uint64_t ticket)
 	return ret;
 }
 
-static long elapsed_ns(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec;
-}
-
 /*
  * Sleep in the runtime until 'ticket' is done: on its own event, or with the
  * host flag on an event recorded now, after everything queued so far.
@@ -345,13 +337,12 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 {
 	struct gpu_stream *s = b->stream;
-	long spin = gpu_spin_ns();
 	struct timespec t0;
 	int ret;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((ret = gpu_stream_poll(b, ticket)) == 0)
-		if (spin >= 0 && elapsed_ns(&t0) >= spin)
+		if (gpu_spin_over(&t0))
 			return sleep_for(b, s, ticket);
 	return ret < 0 ? ret : 0;
 }

@@ -1332,20 +1332,29 @@ static struct io_u *dbr_event(struct thread_data *td, int event)
  * how well copies were batched, fences how often the engine asked the GPU
  * "done yet?", held back how often ordering made an I/O wait.
  */
+static double per_unit_us(uint64_t ns, unsigned long n)
+{
+	return n ? (double)ns / 1000.0 / (double)n : 0.0;
+}
+
 static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 {
+	static const struct dbr_pipe_stats none;
 	const struct gpu_stream_stats *cs = &dd->copy_stats;
+	const struct dbr_pipe_stats *ps = &none;
 
 	if (dd->buf.stream)
 		cs = gpu_buf_stats(&dd->buf);
 	if (!dd->ring.ready || (!dd->ring.reissues && !cs->copies))
 		return;
-	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls, %lu fences (%lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
+	if (dd->pipe_ready)
+		ps = &dd->pipe.st;
+	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy), copies done %.1f us after queueing (mean), %lu fences (%lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
 		 td->o.name, td->subjob_number, dd->ring.reissues,
 		 dd->ring.reissues == 1 ? "" : "s", cs->copies, cs->calls,
-		 cs->fences, cs->queries, cs->waits,
-		 dd->pipe_ready ? dd->pipe.st.held_back : 0,
-		 dd->pipe_ready ? dd->pipe.st.copy_errors : 0);
+		 cs->merged, per_unit_us(cs->call_ns, cs->copies),
+		 per_unit_us(ps->copy_ns, ps->copied), cs->fences, cs->queries,
+		 cs->waits, ps->held_back, ps->copy_errors);
 }
 
 static void dbr_cleanup(struct thread_data *td)

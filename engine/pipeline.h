@@ -55,6 +55,7 @@ struct dbr_pio {
 	uint8_t nr_copies;
 	enum gpu_copy_dir copy[2];	/* before the ring or after it */
 	uint64_t ticket;	/* fence covering its copies, 0: not fenced */
+	uint64_t copy_start;	/* when its copies were queued (ns) */
 	int error;		/* positive errno, 0 when it succeeded */
 	uint32_t resid;		/* bytes short of req.len */
 	struct dbr_pio *next;
@@ -69,6 +70,8 @@ struct dbr_pipe_stats {
 	unsigned long copy_passes;	/* fences over a pass of copies */
 	unsigned long held_back;	/* I/O that waited for an earlier one */
 	unsigned long copy_errors;	/* I/O failed by a copy */
+	unsigned long copied;		/* I/O whose copies completed */
+	uint64_t copy_ns;	/* their time from queueing to seen done */
 };
 
 struct dbr_pipe {

@@ -144,6 +144,14 @@ long gpu_spin_ns(void)
 	return ns;
 }
 
+uint64_t gpu_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* Has a wait that started spinning at t0 spun for as long as it may? */
 bool gpu_spin_over(const struct timespec *t0)
 {

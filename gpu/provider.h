@@ -38,6 +38,8 @@ struct gpu_stream_stats {
 	unsigned long fences;		/* fences recorded */
 	unsigned long queries;		/* event queries (no host flag) */
 	unsigned long waits;		/* blocking waits for a fence */
+	unsigned long merged;		/* copies folded into a neighbour's */
+	uint64_t call_ns;		/* time in the runtime's copy and fence calls */
 };
 
 struct gpu_buf {
@@ -113,6 +115,8 @@ const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
 /* Nanoseconds a wait for copies spins before it sleeps; < 0: no sleep. */
 long gpu_spin_ns(void);
 struct timespec;
+/* CLOCK_MONOTONIC in nanoseconds */
+uint64_t gpu_now_ns(void);
 /* Has a wait that started spinning at t0 (CLOCK_MONOTONIC) spun long enough? */
 bool gpu_spin_over(const struct timespec *t0);
 

@@ -204,6 +204,40 @@ static int submit_batch(struct gpu_buf *b, struct gpu_stream *s,
 	return submit_one_by_one(b, s, 0, sent);
 }
 
+static int by_dir_off(const void *a, const void *b)
+{
+	const struct gpu_copy *x = a, *y = b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * Fold copies that continue one another into one. The runtime's cost is per
+ * copy, not per byte, until copies are large, and fio lays its io_u buffers
+ * out back to back, so small I/O finishing together often sit side by side.
+ * Copies of one batch never overlap (gpu_stream_copy) and run in any order,
+ * so one copy over a run of them does exactly what they would.
+ */
+static void coalesce(struct gpu_stream *s)
+{
+	struct gpu_copy *q = s->queued;
+	unsigned int i, m = 0;
+
+	if (s->nr_queued < 2)
+		return;
+	qsort(q, s->nr_queued, sizeof(*q), by_dir_off);
+	for (i = 1; i < s->nr_queued; i++) {
+		if (q[i].dir == q[m].dir && q[m].off + q[m].len == q[i].off)
+			q[m].len += q[i].len;
+		else
+			q[++m] = q[i];
+	}
+	s->st.merged += s->nr_queued - (m + 1);
+	s->nr_queued = m + 1;
+}
+
 /*
  * On failure the copies not sent are dropped: the caller fails the I/O they
  * belonged to, after draining what was sent (gpu_stream_drain).
@@ -212,11 +246,14 @@ int gpu_stream_submit(struct gpu_buf *b)
 {
 	struct gpu_stream *s = b->stream;
 	unsigned int i, sent = 0;
+	uint64_t t0;
 	int ret;
 
 	if (!s->nr_queued)
 		return 0;
+	t0 = gpu_now_ns();
 	ret = s->rt->enter(b);
+	coalesce(s);
 	for (i = 0; !ret && i < s->nr_queued; i++) {
 		copy_addrs(s, b, &s->queued[i], &s->dst[i], &s->src[i]);
 		s->len[i] = s->queued[i].len;
@@ -224,6 +261,7 @@ int gpu_stream_submit(struct gpu_buf *b)
 	if (!ret)
 		ret = submit_batch(b, s, &sent);
 	s->nr_queued = 0;
+	s->st.call_ns += gpu_now_ns() - t0;
 	return ret;
 }
 
@@ -265,16 +303,18 @@ static int fence_event(struct gpu_buf *b, struct gpu_stream *s, uint64_t t)
 int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket)
 {
 	struct gpu_stream *s = b->stream;
-	uint64_t t = s->issued + 1;
+	uint64_t t = s->issued + 1, t0;
 	int ret;
 
 	ret = gpu_stream_submit(b);
 	if (ret < 0)
 		return ret;
+	t0 = gpu_now_ns();
 	if (s->flag && s->rt->write_value(b, s->stream, s->flag_dev, t) < 0)
 		ret = flag_give_up(b, s);
 	if (!ret && !s->flag)
 		ret = fence_event(b, s, t);
+	s->st.call_ns += gpu_now_ns() - t0;
 	if (ret < 0)
 		return ret;
 	s->issued = t;

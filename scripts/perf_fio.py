@@ -7,6 +7,7 @@ import os
 import re
 import resource
 import subprocess
+import threading
 
 # Options only this engine knows: dropped when the same job runs on another
 # engine, so fio does not refuse the job file.
@@ -168,23 +169,99 @@ def _children_cpu():
     return ru.ru_utime + ru.ru_stime
 
 
+def _proc_tree(root):
+    """root and every process below it (fio forks job processes)."""
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        try:
+            for t in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+def _task_ticks(pid):
+    """{tid: (comm, utime+stime in clock ticks)} for one process."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[(pid, t)] = (comm, int(fields[11]) + int(fields[12]))
+    return out
+
+
+class TaskSampler:
+    """CPU time of fio's threads by kind, sampled from /proc while it runs:
+    io_uring's io-wq workers (iou-wrk-*) do the I/O a ring punts to them
+    (every read of a file without NOWAIT support, such as /dev/shm or
+    zram), and that work is not in fio's own per-job CPU figures. Workers
+    exit with their ring, so the last sample stands for them: up to one
+    interval of their time is missed."""
+
+    def __init__(self, pid, interval=0.2):
+        self.pid, self.interval = pid, interval
+        self.seen, self.max_workers = {}, 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        workers = 0
+        for pid in _proc_tree(self.pid):
+            for key, (comm, ticks) in _task_ticks(pid).items():
+                self.seen[key] = (comm, ticks)
+                workers += comm.startswith("iou-wrk")
+        self.max_workers = max(self.max_workers, workers)
+
+    def _run(self):
+        while not self.stop.wait(self.interval):
+            self._sample()
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+        hz = os.sysconf("SC_CLK_TCK")
+        iowq = sum(t for c, t in self.seen.values() if c.startswith("iou-wrk"))
+        return {"iowq_cpu_s": iowq / hz, "iowq_workers": self.max_workers}
+
+
 def run_fio(cmd, timeout):
-    """Run fio; returns (exit status, combined output, CPU seconds). The CPU
-    time is user+sys of the whole fio process, every thread of it: the job
-    threads that fio's own JSON counts, but also fio's main thread and the
-    kernel's io_uring workers (io-wq threads belong to the process whose
-    ring punted the I/O), which the JSON's usr_cpu/sys_cpu leave out."""
+    """Run fio; returns (exit status, combined output, CPU seconds, task
+    figures). The CPU time is user+sys of the whole fio process, every
+    thread of it: the job threads that fio's own JSON counts, but also fio's
+    main thread and the kernel's io_uring workers (io-wq threads belong to
+    the process whose ring punted the I/O), which the JSON's usr_cpu/sys_cpu
+    leave out. The task figures (TaskSampler) split out the io-wq workers."""
     before = _children_cpu()
     try:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout, env=fio_env(cmd))
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout or ""
-        if isinstance(out, bytes):
-            out = out.decode(errors="replace")
-        return 124, out + "\nscripts/perf: fio ran past %ds\n" % timeout, None
-    return r.returncode, r.stdout, _children_cpu() - before
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             env=fio_env(cmd))
+    except OSError as e:
+        return 127, "scripts/perf: cannot run fio: %s\n" % e, None, {}
+    sampler = TaskSampler(p.pid)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+        sampler.finish()
+        return 124, (out or "") + "\nscripts/perf: fio ran past %ds\n" % timeout, None, {}
+    tasks = sampler.finish()
+    return p.returncode, out, _children_cpu() - before, tasks
 
 
 class FioOutputError(Exception):

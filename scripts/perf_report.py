@@ -12,7 +12,7 @@ import statistics
 
 BASELINE_VERSION = 1
 METRICS = ("iops", "bw_bytes", "cpu_us_per_io", "run_cpu_us_per_io",
-           "clat_mean_us", "clat_p50_us", "clat_p99_us", "clat_p99.9_us")
+           "iowq_cpu_us_per_io", "iowq_workers", "clat_mean_us", "clat_p50_us", "clat_p99_us", "clat_p99.9_us")
 
 
 def _median(values):
@@ -100,7 +100,7 @@ def _bw(v):
 
 
 TABLE_COLUMNS = ("case", "n", "IOPS (median)", "IOPS min-max", "MiB/s",
-                 "CPU us/IO", "clat mean us", "p50 us", "p99 us", "p99.9 us")
+                 "CPU us/IO", "io-wq us/IO", "clat mean us", "p50 us", "p99 us", "p99.9 us")
 
 
 def table_rows(agg):
@@ -109,7 +109,8 @@ def table_rows(agg):
                "%s-%s" % (fmt_iops(a["iops_min"]), fmt_iops(a["iops_max"]))
                if a["n"] else "failed: " + "; ".join(a["errors"])[:80],
                _bw(a["bw_bytes"]), _fmt(a["cpu_us_per_io"], 2),
-               _fmt(a["clat_mean_us"]), _fmt(a["clat_p50_us"]),
+               _fmt(a["iowq_cpu_us_per_io"], 2), _fmt(a["clat_mean_us"]),
+               _fmt(a["clat_p50_us"]),
                _fmt(a["clat_p99_us"]), _fmt(a["clat_p99.9_us"]))
 
 

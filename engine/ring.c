@@ -15,15 +15,10 @@
 /*
  * Set-up flags to try, best first. SINGLE_ISSUER + DEFER_TASKRUN lets the
  * kernel run completion work only when we ask for events, which is exactly
- * when fio asks; COOP_TASKRUN avoids IPIs on older kernels. TASKRUN_FLAG has
- * the kernel raise IORING_SQ_TASKRUN while completions wait for us, so a
- * look at the CQ needs no enter when none do (a wait for copies looks often).
- * Each older kernel answers EINVAL to flags it does not know, so we step
- * down.
+ * when fio asks; COOP_TASKRUN avoids IPIs on older kernels. Each older kernel
+ * answers EINVAL to flags it does not know, so we step down.
  */
 static const unsigned int setup_ladder[] = {
-	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
-		IORING_SETUP_TASKRUN_FLAG,
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN,
 	IORING_SETUP_COOP_TASKRUN,
@@ -62,8 +57,7 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 		/* SQPOLL submits from its own thread: no single issuer */
 		if (p->sqpoll || !p->single_issuer)
 			flags &= ~(IORING_SETUP_SINGLE_ISSUER |
-				   IORING_SETUP_DEFER_TASKRUN |
-				   IORING_SETUP_TASKRUN_FLAG);
+				   IORING_SETUP_DEFER_TASKRUN);
 		ret = ring_try_init(r, p, flags);
 		if (ret != -EINVAL)
 			break;
@@ -381,28 +375,18 @@ static unsigned int pop_stash(struct dbr_ring *r, struct dbr_req **done,
 }
 
 /*
- * With DEFER_TASKRUN the kernel posts completions only when asked: whether
- * to ask, with the CQ empty. With TASKRUN_FLAG only when it says it holds
- * some; without, whenever requests are out.
+ * Collect up to max completed requests without blocking. With DEFER_TASKRUN
+ * the kernel posts completions only when asked, so ask first when the CQ
+ * looks empty.
  */
-static bool ring_must_ask(struct dbr_ring *r)
-{
-	if (!(r->setup_flags & IORING_SETUP_DEFER_TASKRUN) || !r->inflight ||
-	    io_uring_cq_ready(&r->ring))
-		return false;
-	if (r->setup_flags & IORING_SETUP_TASKRUN_FLAG)
-		return IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN;
-	return true;
-}
-
-/* Collect up to max completed requests without blocking. */
 static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 			      unsigned int max)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int n = 0, head, seen = 0;
 
-	if (ring_must_ask(r))
+	if ((r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && r->inflight &&
+	    !io_uring_cq_ready(&r->ring))
 		io_uring_get_events(&r->ring);
 
 	io_uring_for_each_cqe(&r->ring, head, cqe) {
@@ -441,7 +425,8 @@ unsigned int dbr_ring_ready(struct dbr_ring *r)
 {
 	if (r->stash)
 		return 1;
-	if (ring_must_ask(r))
+	if ((r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && r->inflight &&
+	    !io_uring_cq_ready(&r->ring))
 		io_uring_get_events(&r->ring);
 	return io_uring_cq_ready(&r->ring);
 }
@@ -500,7 +485,6 @@ void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len)
 		{ IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER" },
 		{ IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN" },
 		{ IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN" },
-		{ IORING_SETUP_TASKRUN_FLAG, "TASKRUN_FLAG" },
 	};
 	size_t i, used = 0;
 

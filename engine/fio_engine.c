@@ -1384,16 +1384,17 @@ static struct io_u *dbr_event(struct thread_data *td, int event)
 /* ------------------------------------------------------------------------ */
 /* teardown                                                                 */
 
-/*
- * What the thread's copies and the ring did: copies per runtime call shows
- * how well copies were batched, fences how often the engine asked the GPU
- * "done yet?", held back how often ordering made an I/O wait.
- */
+/* the copy stream's counters, live or as iomem_free left them */
 static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
 {
 	return dd->buf.stream ? gpu_buf_stats(&dd->buf) : &dd->copy_stats;
 }
 
+/*
+ * What the thread's copies and the ring did: copies per runtime call shows
+ * how well copies were batched, fences how often the engine asked the GPU
+ * "done yet?", held back how often ordering made an I/O wait.
+ */
 static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 {
 	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);

@@ -26,7 +26,7 @@ static struct dbr_result result_on(int dev, unsigned int thread)
 
 	snprintf(r.job, sizeof(r.job), "job");
 	snprintf(r.gpu, sizeof(r.gpu), "hip");
-	snprintf(r.pci, sizeof(r.pci), "0000:0%d:00.0", 4 + dev);
+	snprintf(r.pci, sizeof(r.pci), "0000:%02x:00.0", (unsigned char)(4 + dev));
 	return r;
 }
 

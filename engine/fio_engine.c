@@ -10,8 +10,7 @@
  * ring, copies after), config.c (checks), target.c (what a file is) and gpu/
  * (the memory providers). It reads top to bottom like the engine's life cycle:
  * options, init (provider, device placement), iomem_alloc, post_init, open_file, queue, commit,
- * getevents, event, close_file, iomem_free, cleanup.
-
+ * getevents, event, close_file, iomem_free, cleanup (and the per-GPU results).
  */
 #include <errno.h>
 #include <sched.h>
@@ -28,6 +27,7 @@
 #include "dbr_config.h"
 #include "pipeline.h"
 #include "provider.h"
+#include "results.h"
 #include "ring.h"
 #include "target.h"
 #include "topology.h"
@@ -61,6 +61,8 @@ struct dbr_options {
 	unsigned int sqpoll_cpu;
 	unsigned int sqpoll_cpu_set;
 	unsigned int hipri;
+	char *stats_file;
+	unsigned int tallied;	/* not an option: the thread's results counted */
 };
 
 static int str_sqpoll_cpu_cb(void *data, unsigned long long *val)
@@ -192,6 +194,15 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "gpu_stats_file",
+		.lname	= "Per-thread GPU results file",
+		.type	= FIO_OPT_STR_STORE,
+		.off1	= offsetof(struct dbr_options, stats_file),
+		.help	= "Append one JSON line per thread (GPU, path, bytes, I/O, runtime, copies) to this file (default: $DBR_GPU_STATS_FILE)",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= NULL,
 	},
 };
@@ -216,6 +227,8 @@ struct dbr_data {
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
+	bool placed;		/* prov probed and buf.dev_id settled */
+	int stats_fd;		/* gpu_stats_file, or -1 */
 	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
 };
 
@@ -933,6 +946,45 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 
 static void dbr_cleanup(struct thread_data *td);
 
+/* fio's backend process: job threads run in it, job processes are its children */
+static long dbr_run_of(struct thread_data *td)
+{
+	return td->o.use_thread ? (long)getpid() : (long)getppid();
+}
+
+/* Threads of the run on this engine (before any has ended: fio drops a
+ * thread's io_ops when it ends). */
+static unsigned int dbr_run_threads(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < thread_number; i++)
+		n += tnumber_to_td(i)->io_ops == &ioengine;
+	return n;
+}
+
+/* gpu_stats_file, else $DBR_GPU_STATS_FILE: opened now so a bad path stops
+ * the job before it runs, not after */
+static int dbr_open_stats(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	const char *env = getenv("DBR_GPU_STATS_FILE");
+	const char *path = o->stats_file && o->stats_file[0] ? o->stats_file : env;
+	char msg[640];
+
+	if (!path || !path[0])
+		return 0;
+	dd->stats_fd = dbr_results_open(path);
+	if (dd->stats_fd >= 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "%s=%.400s: cannot append to it: %s; %s",
+		 path == env ? "DBR_GPU_STATS_FILE" : "gpu_stats_file", path,
+		 strerror(-dd->stats_fd), path == env ?
+		 "point it at a file in a writable directory, or unset it" :
+		 "give a file in a writable directory, or drop gpu_stats_file");
+	return dbr_fail(td, -dd->stats_fd, "gpu_stats_file", msg);
+}
+
 static int dbr_init(struct thread_data *td)
 {
 	struct dbr_options *o = td->eo;
@@ -944,10 +996,14 @@ static int dbr_init(struct thread_data *td)
 		return dbr_fail(td, ENOMEM, "init", "out of memory");
 	td->io_ops_data = dd;
 	dd->buf.dmabuf_fd = -1;
+	dd->stats_fd = -1;
 	if (dbr_alloc_state(td, dd) < 0) {
 		dbr_fail(td, ENOMEM, "init", "out of memory");
 		goto err;
 	}
+	dbr_tally_join(dbr_run_of(td), dbr_run_threads());
+	if (dbr_open_stats(td, dd))
+		goto err;
 	/* option mistakes first, then what the machine cannot do */
 	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
@@ -958,6 +1014,7 @@ static int dbr_init(struct thread_data *td)
 	dd->p2p = xfer == DBR_XFER_P2P;
 	if (dbr_pick_provider(td, dd))
 		goto err;
+	dd->placed = true;
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, dd) || dbr_setup_ring(td, dd))
 		goto err;
@@ -1327,6 +1384,12 @@ static struct io_u *dbr_event(struct thread_data *td, int event)
 /* ------------------------------------------------------------------------ */
 /* teardown                                                                 */
 
+/* the copy stream's counters, live or as iomem_free left them */
+static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
+{
+	return dd->buf.stream ? gpu_buf_stats(&dd->buf) : &dd->copy_stats;
+}
+
 /*
  * What the thread's copies and the ring did: copies per runtime call shows
  * how well copies were batched, fences how often the engine asked the GPU
@@ -1340,11 +1403,9 @@ static double per_unit_us(uint64_t ns, unsigned long n)
 static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 {
 	static const struct dbr_pipe_stats none;
-	const struct gpu_stream_stats *cs = &dd->copy_stats;
+	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
 	const struct dbr_pipe_stats *ps = &none;
 
-	if (dd->buf.stream)
-		cs = gpu_buf_stats(&dd->buf);
 	if (!dd->ring.ready || (!dd->ring.reissues && !cs->copies))
 		return;
 	if (dd->pipe_ready)
@@ -1357,13 +1418,99 @@ static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		 cs->waits, ps->held_back, ps->copy_errors);
 }
 
+/* The thread's results, in fio's own figures: what fio's report says of it */
+static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
+			  struct dbr_result *r)
+{
+	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
+	static const int ddir[DBR_NR_DIRS] = { DDIR_READ, DDIR_WRITE };
+	int d;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->job, sizeof(r->job), "%s", td->o.name ? td->o.name : "");
+	r->thread = td->subjob_number;
+	r->pid = getpid();
+	r->dev = -1;
+	if (dd->placed)
+		dbr_result_set_gpu(r, dd->prov, dd->buf.dev_id);
+	r->p2p = dd->p2p;
+	for (d = 0; d < DBR_NR_DIRS; d++) {
+		r->bytes[d] = td->io_bytes[ddir[d]];
+		r->ios[d] = td->ts.total_io_u[ddir[d]];
+		r->runtime_ms[d] = td->ts.runtime[ddir[d]];
+	}
+	r->copies = cs->copies;
+	r->copy_calls = cs->calls;
+	r->reissues = dd->ring.reissues;
+	r->error = td->error;
+}
+
+static void dbr_say_sums(const struct dbr_gpu_sum *s, int n, bool more)
+{
+	char line[512];
+	bool moved = false;
+	int i;
+
+	for (i = 0; i < n; i++)
+		moved = moved || s[i].ios[DBR_RD] || s[i].ios[DBR_WR];
+	if (!moved)
+		return;
+	for (i = 0; i < n; i++) {
+		dbr_gpu_sum_line(&s[i], line, sizeof(line));
+		dbr_info("per GPU: %s", line);
+	}
+	if (more)
+		dbr_info("per GPU: more GPU and path pairs than the %d said; gpu_stats_file has every thread",
+			 DBR_MAX_GPU_SUMS);
+}
+
+/*
+ * Every thread's results go into the run's table once (dd NULL: a thread
+ * that never got its state); the last thread of the run says the sums. The
+ * record goes to gpu_stats_file.
+ */
+static void dbr_end_results(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	struct dbr_gpu_sum *sums;
+	struct dbr_result r;
+	char run[48];
+	bool more = false;
+	int n, ret;
+
+	if (!o || o->tallied)
+		return;
+	o->tallied = 1;
+	dbr_tally_join(dbr_run_of(td), dbr_run_threads());
+	if (dd)
+		dbr_result_of(td, dd, &r);
+	if (dd && dd->stats_fd >= 0) {
+		dbr_tally_run_id(run, sizeof(run));
+		ret = dbr_result_append(dd->stats_fd, &r, run);
+		if (ret < 0)
+			log_err("%s: gpu_stats_file: writing thread %u's record failed: %s\n",
+				DBR_NAME, td->subjob_number, strerror(-ret));
+	}
+	sums = calloc(DBR_MAX_GPU_SUMS, sizeof(*sums));
+	n = dbr_tally_end(dbr_run_of(td), dbr_run_threads(), dd ? &r : NULL,
+			  sums, sums ? DBR_MAX_GPU_SUMS : 0, &more);
+	if (n > 0)
+		dbr_say_sums(sums, n, more);
+	free(sums);
+}
+
 static void dbr_cleanup(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
 
-	if (!dd)
+	if (!dd) {
+		dbr_end_results(td, NULL);
 		return;
+	}
 	dbr_say_counts(td, dd);
+	dbr_end_results(td, dd);
+	if (dd->stats_fd >= 0)
+		close(dd->stats_fd);
 	dbr_unregister_all(dd);
 	gpu_buf_free(&dd->buf);
 	if (dd->pipe_ready)
@@ -1371,6 +1518,21 @@ static void dbr_cleanup(struct thread_data *td)
 	dbr_ring_exit(&dd->ring);
 	dbr_free_state(dd);
 	td->io_ops_data = NULL;
+}
+
+/*
+ * fio loads the engine in its main process, before it forks job processes:
+ * the results table mapped here is the one every thread and process of the
+ * run adds to (results.h). Without it, threads of one process still add up.
+ */
+__attribute__((constructor)) static void dbr_load(void)
+{
+	(void)dbr_tally_map();
+}
+
+__attribute__((destructor)) static void dbr_unload(void)
+{
+	dbr_tally_unmap();
 }
 
 /* ------------------------------------------------------------------------ */

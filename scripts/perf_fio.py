@@ -150,18 +150,39 @@ def fio_command(fio, jobfile, hosts=()):
     return cmd
 
 
-def fio_env(cmd):
-    """The environment for fio. In make check's sanitizer pass
-    (DBR_ASAN_PRELOAD set) fio, not instrumented itself, loads an ASan-built
-    engine, so the ASan runtime is preloaded into it; a --client fio never
-    loads the engine and runs as it is."""
+def fio_env(cmd, extra=None):
+    """The environment for fio: ours plus extra. In make check's sanitizer
+    pass (DBR_ASAN_PRELOAD set) fio, not instrumented itself, loads an
+    ASan-built engine, so the ASan runtime is preloaded into it; a --client
+    fio never loads the engine and runs as it is."""
     pre = os.environ.get("DBR_ASAN_PRELOAD")
-    if not pre or any(a.startswith("--client") for a in cmd):
+    client = any(a.startswith("--client") for a in cmd)
+    if (not pre or client) and not extra:
         return None
     env = dict(os.environ)
-    env["LD_PRELOAD"] = pre + (":" + env["LD_PRELOAD"]
-                               if env.get("LD_PRELOAD") else "")
+    env.update(extra or {})
+    if pre and not client:
+        env["LD_PRELOAD"] = pre + (":" + env["LD_PRELOAD"]
+                                   if env.get("LD_PRELOAD") else "")
     return env
+
+
+def read_gpu_records(path):
+    """The engine's per-thread records (gpu_stats_file: JSON Lines), or
+    None where the run left none. A line that does not parse is skipped:
+    the records are a detail of the run, fio's JSON is its result."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out or None
 
 
 def _children_cpu():
@@ -238,18 +259,19 @@ class TaskSampler:
         return {"iowq_cpu_s": iowq / hz, "iowq_workers": self.max_workers}
 
 
-def run_fio(cmd, timeout):
+def run_fio(cmd, timeout, env=None):
     """Run fio; returns (exit status, combined output, CPU seconds, task
     figures). The CPU time is user+sys of the whole fio process, every
     thread of it: the job threads that fio's own JSON counts, but also fio's
     main thread and the kernel's io_uring workers (io-wq threads belong to
     the process whose ring punted the I/O), which the JSON's usr_cpu/sys_cpu
-    leave out. The task figures (TaskSampler) split out the io-wq workers."""
+    leave out. The task figures (TaskSampler) split out the io-wq workers.
+    env: variables to add to fio's environment."""
     before = _children_cpu()
     try:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
-                             env=fio_env(cmd))
+                             env=fio_env(cmd, env))
     except OSError as e:
         return 127, "scripts/perf: cannot run fio: %s\n" % e, None, {}
     sampler = TaskSampler(p.pid)

@@ -132,7 +132,74 @@ def ratio_line(r):
                                              spread, cpu)
 
 
-def markdown(agg, rats, meta):
+# ----------------------------------------------------------------- per GPU
+
+def _gpu_buckets(threads):
+    """One repetition's engine records (one per fio thread) added up per
+    GPU and path. Rates are each thread's own (its bytes or I/O over its
+    runtime, as fio works out a job's), added up as fio's per-job figures
+    add up."""
+    out = {}
+    for t in threads:
+        if not t.get("gpu"):
+            continue            # refused before it had a GPU
+        b = out.setdefault((t["gpu"], t["dev"], t["path"]), {
+            "pci": t.get("pci"), "threads": 0, "iops": 0.0, "bw_bytes": 0,
+            "bytes": 0, "copies": 0})
+        b["threads"] += 1
+        for d in ("read", "write"):
+            b["iops"] += t.get(d + "_iops", 0.0)
+            b["bw_bytes"] += t.get(d + "_bw_bytes", 0)
+            b["bytes"] += t.get(d + "_bytes", 0)
+        b["copies"] += t.get("copies", 0)
+    return out
+
+
+def per_gpu(records):
+    """{case id: [row]} for the cases whose engine records (gpu_threads)
+    name more than one GPU; a row per GPU and path with its thread count
+    and the median over repetitions of IOPS, bytes/s and copies."""
+    reps = {}
+    for r in records:
+        if r.get("gpu_threads") and r.get("summary"):
+            reps.setdefault(r["id"], []).append(_gpu_buckets(
+                r["gpu_threads"]))
+    out = {}
+    for cid, runs in reps.items():
+        keys = sorted({k for b in runs for k in b})
+        if len({(g, d) for g, d, _ in keys}) < 2:
+            continue
+        rows = []
+        for k in keys:
+            vals = [b[k] for b in runs if k in b]
+            rows.append({"gpu": k[0], "dev": k[1], "path": k[2],
+                         "pci": vals[0]["pci"],
+                         "threads": vals[0]["threads"], "n": len(vals),
+                         "iops": _median([v["iops"] for v in vals]),
+                         "bw_bytes": _median([v["bw_bytes"] for v in vals]),
+                         "copies": _median([v["copies"] for v in vals])})
+        out[cid] = rows
+    return out
+
+
+GPU_COLUMNS = ("case", "GPU", "PCI", "path", "threads", "n", "IOPS (median)",
+               "GiB/s (median)", "GPU copies (median)")
+
+
+def _count(v):
+    """a count, or the median of an even number of them"""
+    return "%d" % v if v == int(v) else "%.1f" % v
+
+
+def gpu_rows(gpus):
+    for cid, rows in gpus.items():
+        for g in rows:
+            yield (cid, "%s %d" % (g["gpu"], g["dev"]), g["pci"] or "-",
+                   g["path"], g["threads"], g["n"], fmt_iops(g["iops"]),
+                   "%.2f" % (g["bw_bytes"] / 2**30), _count(g["copies"]))
+
+
+def markdown(agg, rats, meta, gpus=None):
     out = io.StringIO()
     out.write("# scripts/perf results\n\n")
     for k, v in meta.items():
@@ -146,6 +213,12 @@ def markdown(agg, rats, meta):
         out.write("\n## Ratios (median IOPS over the reference's)\n\n")
         for r in rats:
             out.write("- %s\n" % ratio_line(r))
+    if gpus:
+        out.write("\n## Per GPU (cases on more than one GPU; plot: gpu.svg)"
+                  "\n\n| %s |\n|%s\n" % (" | ".join(GPU_COLUMNS),
+                                          "---|" * len(GPU_COLUMNS)))
+        for row in gpu_rows(gpus):
+            out.write("| %s |\n" % " | ".join(str(c) for c in row))
     return out.getvalue()
 
 
@@ -322,6 +395,56 @@ def svg_plot(agg, rats, title):
                  '<text x="%d" y="%d">%s</text>' % (x + 6, ly - 4, r, c,
                                                     x + 14, ly, name))
         x += 70
+    s.append("</svg>")
+    return "\n".join(s) + "\n"
+
+
+GPU_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+               "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def svg_gpu_plot(gpus, title):
+    """One bar per GPU and path of each multi-GPU case: median GiB/s, with
+    IOPS, threads and copies at the bar's end; a colour per GPU ordinal."""
+    rows = [(cid, g) for cid, gs in gpus.items() for g in gs]
+    label_w, bar_w, row_h, top = 360, 420, 22, 58
+    width = label_w + bar_w + 300
+    height = top + row_h * len(rows) + 40
+    xmax = _nice_max(max([g["bw_bytes"] / 2**30 for _, g in rows] + [0.001]))
+
+    def xb(v):
+        return label_w + bar_w * v / xmax
+
+    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+         'font-family="sans-serif" font-size="12">' % (width, height),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="10" y="20" font-size="15" font-weight="bold">%s: per GPU'
+         '</text>' % _esc(title),
+         '<text x="%d" y="44" font-weight="bold">GiB/s per GPU and path '
+         '(median over repetitions)</text>' % label_w]
+    y_end = top + row_h * len(rows)
+    for i in range(5):
+        v = xmax * i / 4
+        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
+                 % (xb(v), top - 4, xb(v), y_end))
+        s.append('<text x="%.1f" y="%d" text-anchor="middle">%g</text>'
+                 % (xb(v), y_end + 16, round(v, 3)))
+    for i, (cid, g) in enumerate(rows):
+        y = top + i * row_h
+        gib = g["bw_bytes"] / 2**30
+        s.append('<text x="%d" y="%d" text-anchor="end">%s</text>'
+                 % (label_w - 8, y + 14, _esc("%s: %s %d %s" % (
+                     cid, g["gpu"], g["dev"], g["path"]))))
+        s.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>'
+                 % (label_w, y + 3, xb(gib) - label_w, row_h - 6,
+                    GPU_COLOURS[g["dev"] % len(GPU_COLOURS)]))
+        s.append('<text x="%.1f" y="%d">%s</text>' % (
+            xb(gib) + 4, y + 15, _esc("%.2f GiB/s, %s IOPS, %d thread%s, "
+                                      "%s copies" % (
+                                          gib, fmt_iops(g["iops"]),
+                                          g["threads"],
+                                          "s" if g["threads"] != 1 else "",
+                                          _count(g["copies"])))))
     s.append("</svg>")
     return "\n".join(s) + "\n"
 

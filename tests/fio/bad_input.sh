@@ -79,6 +79,20 @@ run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=h
 run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
 
+# gpu_stats_file (or DBR_GPU_STATS_FILE) that cannot be appended to: named at
+# start, with the fix, before the job runs (root writes anywhere, so a path
+# in a directory that does not exist, and a directory)
+run_refused stats-file-no-dir "gpu_stats_file=$TMPD/no-such-dir/s.jsonl: cannot append to it: No such file or directory; give a file in a writable directory, or drop gpu_stats_file" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_stats_file="$TMPD/no-such-dir/s.jsonl"
+run_refused stats-file-is-dir "gpu_stats_file=$TMPD: cannot append to it: Is a directory" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_stats_file="$TMPD"
+DBR_GPU_STATS_FILE=$TMPD/no-such-dir/e.jsonl run_refused stats-file-env \
+	"DBR_GPU_STATS_FILE=$TMPD/no-such-dir/e.jsonl: cannot append to it: No such file or directory; point it at a file in a writable directory, or unset it" \
+	"${base[@]}" --gpu=host --transfer=bounce
+[ ! -e "$TMPD/no-such-dir" ] && ! grep -q "per GPU:" "$TMPD/stats-file-no-dir.out" &&
+	pass "stats-file-no-dir: nothing created, no per-GPU line" ||
+	fail "stats-file-no-dir: something was created or a per-GPU line printed"
+
 # fio's error record (err=N/file:F:L, func=X) names the line that refused, not
 # a helper every refusal goes through
 record_names_caller() {
@@ -95,6 +109,7 @@ record_names_caller() {
 }
 record_names_caller hipri
 record_names_caller dev-id-garbage
+record_names_caller stats-file-no-dir
 
 # values fio's own parser rejects: non-zero exit is all we can ask
 for opt in --transfer=dma --gpu=opencl --gpu_sync=2; do

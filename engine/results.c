@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-GPU results: one JSON line per thread, and the run's sums per GPU and
+ * path in a table shared by every thread and job process of the run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "results.h"
+
+static const char *const dir_names[DBR_NR_DIRS] = { "read", "write" };
+
+/* fio's own arithmetic (stat.c): bytes and I/O over the direction's runtime */
+uint64_t dbr_result_bw(const struct dbr_result *r, int dir)
+{
+	uint64_t ms = r->runtime_ms[dir];
+
+	return ms ? 1000 * r->bytes[dir] / ms : 0;
+}
+
+double dbr_result_iops(const struct dbr_result *r, int dir)
+{
+	uint64_t ms = r->runtime_ms[dir];
+
+	return ms ? 1000.0 * (double)r->ios[dir] / (double)ms : 0.0;
+}
+
+void dbr_result_set_gpu(struct dbr_result *r, const struct gpu_provider *p,
+			int dev)
+{
+	char raw[64];
+
+	snprintf(r->gpu, sizeof(r->gpu), "%s", p->name);
+	r->dev = dev;
+	r->pci[0] = '\0';
+	if (p->pci_addr && !p->pci_addr(dev, raw, sizeof(raw)) &&
+	    dbr_bdf_normalize(raw, r->pci, sizeof(r->pci)) < 0)
+		r->pci[0] = '\0';
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON Lines                                                               */
+
+struct jbuf {
+	char *buf;
+	size_t len, used;
+	bool over;
+};
+
+static void jcat(struct jbuf *j, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (j->over)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(j->buf + j->used, j->len - j->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= j->len - j->used)
+		j->over = true;
+	else
+		j->used += n;
+}
+
+/* "key": "s" with JSON's escapes; an empty s as null */
+static void jstr(struct jbuf *j, const char *key, const char *s)
+{
+	const unsigned char *c;
+
+	if (!s[0]) {
+		jcat(j, ",\"%s\":null", key);
+		return;
+	}
+	jcat(j, ",\"%s\":\"", key);
+	for (c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			jcat(j, "\\%c", *c);
+		else if (*c < 0x20)
+			jcat(j, "\\u%04x", *c);
+		else
+			jcat(j, "%c", *c);
+	}
+	jcat(j, "\"");
+}
+
+int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
+		    size_t len)
+{
+	struct jbuf j = { .buf = buf, .len = len };
+	int d;
+
+	jcat(&j, "{\"run\":\"%s\"", run);
+	jstr(&j, "job", r->job);
+	jcat(&j, ",\"thread\":%u,\"pid\":%d", r->thread, r->pid);
+	jstr(&j, "gpu", r->gpu);
+	jcat(&j, ",\"dev\":%d", r->dev);
+	jstr(&j, "pci", r->pci);
+	jcat(&j, ",\"path\":\"%s\"", r->p2p ? "p2p" : "bounce");
+	for (d = 0; d < DBR_NR_DIRS; d++)
+		jcat(&j, ",\"%s_bytes\":%" PRIu64 ",\"%s_ios\":%" PRIu64
+		     ",\"%s_runtime_ms\":%" PRIu64 ",\"%s_bw_bytes\":%" PRIu64
+		     ",\"%s_iops\":%.6f",
+		     dir_names[d], r->bytes[d], dir_names[d], r->ios[d],
+		     dir_names[d], r->runtime_ms[d], dir_names[d],
+		     dbr_result_bw(r, d), dir_names[d], dbr_result_iops(r, d));
+	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"reissues\":%lu,\"error\":%d}\n",
+	     r->copies, r->copy_calls, r->reissues, r->error);
+	return j.over ? -ENOSPC : (int)j.used;
+}
+
+int dbr_results_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int dbr_result_append(int fd, const struct dbr_result *r, const char *run)
+{
+	char line[1024];
+	int len = dbr_result_json(r, run, line, sizeof(line));
+	ssize_t ret;
+
+	if (len < 0)
+		return len;
+	/* one write with O_APPEND: a whole line, never mixed with another's */
+	ret = write(fd, line, len);
+	if (ret < 0)
+		return -errno;
+	return ret == len ? 0 : -EIO;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the run's table                                                          */
+
+struct dbr_tally {
+	pthread_mutex_t lock;
+	long run;		/* fio's backend process; 0: none yet */
+	long long started_ms;	/* realtime at the run's first join */
+	unsigned int expected;	/* threads of the run */
+	unsigned int done;	/* threads that ended */
+	bool said;		/* the last thread took the sums */
+	bool more;		/* a GPU and path that did not fit */
+	int nr;
+	struct dbr_gpu_sum sums[DBR_MAX_GPU_SUMS];
+};
+
+/* where the shared mapping could not be made: this process's threads only */
+static struct dbr_tally local_tally = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct dbr_tally *tally = &local_tally;
+
+int dbr_tally_map(void)
+{
+	pthread_mutexattr_t attr;
+	struct dbr_tally *t;
+	int ret;
+
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return -errno;
+	pthread_mutexattr_init(&attr);
+	ret = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+	/* a job process killed inside the lock must not hang the others */
+	if (!ret)
+		ret = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+	if (!ret)
+		ret = pthread_mutex_init(&t->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	if (ret) {
+		munmap(t, sizeof(*t));
+		return -ret;
+	}
+	tally = t;
+	return 0;
+}
+
+void dbr_tally_unmap(void)
+{
+	if (tally == &local_tally)
+		return;
+	pthread_mutex_destroy(&tally->lock);
+	munmap(tally, sizeof(*tally));
+	tally = &local_tally;
+}
+
+static struct dbr_tally *tally_lock(void)
+{
+	struct dbr_tally *t = tally;
+
+	if (pthread_mutex_lock(&t->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&t->lock);
+	return t;
+}
+
+static void tally_unlock(struct dbr_tally *t)
+{
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* the first thread of a run starts the table afresh (fio --server runs many) */
+static void tally_join_locked(struct dbr_tally *t, long run,
+			      unsigned int expected)
+{
+	struct timespec now;
+
+	if (t->run == run)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	t->run = run;
+	t->started_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	t->expected = expected;
+	t->done = 0;
+	t->said = false;
+	t->more = false;
+	t->nr = 0;
+	memset(t->sums, 0, sizeof(t->sums));
+}
+
+void dbr_tally_join(long run, unsigned int expected)
+{
+	struct dbr_tally *t = tally_lock();
+
+	tally_join_locked(t, run, expected);
+	tally_unlock(t);
+}
+
+void dbr_tally_run_id(char *buf, size_t len)
+{
+	struct dbr_tally *t = tally_lock();
+
+	snprintf(buf, len, "%ld-%lld", t->run, t->started_ms);
+	tally_unlock(t);
+}
+
+static struct dbr_gpu_sum *tally_sum_of(struct dbr_tally *t,
+					const struct dbr_result *r)
+{
+	struct dbr_gpu_sum *s;
+	int i;
+
+	for (i = 0; i < t->nr; i++) {
+		s = &t->sums[i];
+		if (!strcmp(s->gpu, r->gpu) && s->dev == r->dev &&
+		    s->p2p == r->p2p)
+			return s;
+	}
+	if (t->nr == DBR_MAX_GPU_SUMS) {
+		t->more = true;
+		return NULL;
+	}
+	s = &t->sums[t->nr++];
+	memcpy(s->gpu, r->gpu, sizeof(s->gpu));
+	s->dev = r->dev;
+	s->p2p = r->p2p;
+	return s;
+}
+
+static void tally_add(struct dbr_tally *t, const struct dbr_result *r)
+{
+	struct dbr_gpu_sum *s;
+	int d;
+
+	/* a thread refused before it had a GPU has nothing to add */
+	if (!r->gpu[0] || !(s = tally_sum_of(t, r)))
+		return;
+	if (!s->pci[0])
+		memcpy(s->pci, r->pci, sizeof(s->pci));
+	s->threads++;
+	s->failed += r->error != 0;
+	for (d = 0; d < DBR_NR_DIRS; d++) {
+		s->bytes[d] += r->bytes[d];
+		s->ios[d] += r->ios[d];
+		s->bw[d] += dbr_result_bw(r, d);
+		s->iops[d] += dbr_result_iops(r, d);
+	}
+	s->copies += r->copies;
+	s->copy_calls += r->copy_calls;
+}
+
+static int sum_cmp(const void *a, const void *b)
+{
+	const struct dbr_gpu_sum *x = a, *y = b;
+	int c = strcmp(x->gpu, y->gpu);
+
+	if (c)
+		return c;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return (int)x->p2p - (int)y->p2p;
+}
+
+int dbr_tally_end(long run, unsigned int expected, const struct dbr_result *r,
+		  struct dbr_gpu_sum *out, int max, bool *more)
+{
+	struct dbr_tally *t = tally_lock();
+	int n = 0;
+
+	tally_join_locked(t, run, expected);
+	if (r)
+		tally_add(t, r);
+	t->done++;
+	if (!t->said && t->done >= t->expected) {
+		t->said = true;
+		n = t->nr < max ? t->nr : max;
+		memcpy(out, t->sums, n * sizeof(*out));
+		*more = t->more || t->nr > max;
+	}
+	tally_unlock(t);
+	qsort(out, n, sizeof(*out), sum_cmp);
+	return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the summary line                                                         */
+
+static void cat(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+static void cat_size(char *buf, size_t len, double bytes, const char *per)
+{
+	if (bytes >= (double)(1ULL << 30))
+		cat(buf, len, "%.2f GiB%s", bytes / (1ULL << 30), per);
+	else
+		cat(buf, len, "%.2f MiB%s", bytes / (1ULL << 20), per);
+}
+
+static void cat_iops(char *buf, size_t len, double iops)
+{
+	if (iops >= 1e6)
+		cat(buf, len, "%.2fM IOPS", iops / 1e6);
+	else if (iops >= 1e4)
+		cat(buf, len, "%.1fk IOPS", iops / 1e3);
+	else
+		cat(buf, len, "%.0f IOPS", iops);
+}
+
+void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, char *buf, size_t len)
+{
+	bool any = false;
+	int d;
+
+	buf[0] = '\0';
+	cat(buf, len, "%s %d", s->gpu, s->dev);
+	if (s->pci[0])
+		cat(buf, len, " (%s)", s->pci);
+	cat(buf, len, " %s: %u thread%s", s->p2p ? "p2p" : "bounce",
+	    s->threads, s->threads == 1 ? "" : "s");
+	if (s->failed)
+		cat(buf, len, " (%u failed)", s->failed);
+	for (d = 0; d < DBR_NR_DIRS; d++) {
+		if (!s->ios[d])
+			continue;
+		any = true;
+		cat(buf, len, ", %s ", dir_names[d]);
+		cat_size(buf, len, (double)s->bytes[d], "");
+		cat(buf, len, " in %" PRIu64 " I/O (", s->ios[d]);
+		cat_iops(buf, len, s->iops[d]);
+		cat(buf, len, ", ");
+		cat_size(buf, len, (double)s->bw[d], "/s");
+		cat(buf, len, ")");
+	}
+	if (!any)
+		cat(buf, len, ", no I/O");
+	if (s->copies)
+		cat(buf, len, ", %lu GPU copies in %lu runtime calls", s->copies,
+		    s->copy_calls);
+	else
+		cat(buf, len, ", no GPU copies");
+}

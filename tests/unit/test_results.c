@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-GPU results without fio: the JSON line (escapes, fio's arithmetic),
+ * the run's table added up by forked processes the way fio's job processes
+ * add to it (one of them, the last, gets the sums), a new run starting
+ * afresh, O_APPEND lines that never interleave, and the open error with no
+ * descriptor left behind.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "results.h"
+
+static struct dbr_result result_on(int dev, unsigned int thread)
+{
+	struct dbr_result r = {
+		.thread = thread, .pid = 1, .dev = dev, .p2p = false,
+		.bytes = { 4096 * 100, 0 }, .ios = { 100, 0 },
+		.runtime_ms = { 50, 0 }, .copies = 100, .copy_calls = 10,
+	};
+
+	snprintf(r.job, sizeof(r.job), "job");
+	snprintf(r.gpu, sizeof(r.gpu), "hip");
+	snprintf(r.pci, sizeof(r.pci), "0000:%02x:00.0", (unsigned char)(4 + dev));
+	return r;
+}
+
+static void test_json(void)
+{
+	struct dbr_result r = result_on(1, 3);
+	char buf[1024];
+	int len;
+
+	snprintf(r.job, sizeof(r.job), "a\"b\\c\nd");
+	r.bytes[DBR_WR] = 1000;
+	r.ios[DBR_WR] = 3;
+	r.runtime_ms[DBR_WR] = 7;
+	len = dbr_result_json(&r, "12-34", buf, sizeof(buf));
+	CHECK(len > 0 && buf[len - 1] == '\n' && !memchr(buf, '\n', len - 1),
+	      "one line, newline-terminated: %.*s", len > 0 ? len - 1 : 0, buf);
+	CHECK(strstr(buf, "\"job\":\"a\\\"b\\\\c\\u000ad\""),
+	      "quotes, backslashes and control characters escaped");
+	CHECK(strstr(buf, "\"run\":\"12-34\"") && strstr(buf, "\"gpu\":\"hip\",\"dev\":1,\"pci\":\"0000:05:00.0\",\"path\":\"bounce\""),
+	      "run, GPU, PCI address and path");
+	/* fio: bw_bytes = 1000 * bytes / runtime (integer), iops in double */
+	CHECK(strstr(buf, "\"read_bytes\":409600,\"read_ios\":100,\"read_runtime_ms\":50,\"read_bw_bytes\":8192000,\"read_iops\":2000.000000"),
+	      "read figures as fio works them out");
+	CHECK(strstr(buf, "\"write_bw_bytes\":142857,\"write_iops\":428.571429"),
+	      "write figures as fio works them out");
+	r.gpu[0] = '\0';
+	r.pci[0] = '\0';
+	r.dev = -1;
+	len = dbr_result_json(&r, "1-2", buf, sizeof(buf));
+	CHECK(len > 0 && strstr(buf, "\"gpu\":null,\"dev\":-1,\"pci\":null"),
+	      "a thread without a GPU: null");
+	CHECK(dbr_result_json(&r, "1-2", buf, 40) == -ENOSPC,
+	      "a line that does not fit: -ENOSPC");
+}
+
+/* The last of nr processes to end gets the sums: it exits 10, others 0. */
+static int child_ends(long run, int nr, int i)
+{
+	struct dbr_result r = result_on(i % 2, i);
+	struct dbr_gpu_sum sums[DBR_MAX_GPU_SUMS];
+	bool more = false;
+	int n;
+
+	dbr_tally_join(run, nr);
+	usleep(1000 * (i % 3));
+	n = dbr_tally_end(run, nr, &r, sums, DBR_MAX_GPU_SUMS, &more);
+	if (!n)
+		return 0;
+	if (n != 2 || more || sums[0].dev != 0 || sums[1].dev != 1)
+		return 1;
+	if (sums[0].threads != (unsigned int)(nr + 1) / 2 ||
+	    sums[1].threads != (unsigned int)nr / 2)
+		return 2;
+	if (sums[0].bytes[DBR_RD] != sums[0].threads * 409600ULL ||
+	    sums[1].copies != sums[1].threads * 100UL ||
+	    sums[0].bw[DBR_RD] != sums[0].threads * 8192000ULL ||
+	    strcmp(sums[1].pci, "0000:05:00.0"))
+		return 3;
+	return 10;
+}
+
+static void test_tally_processes(void)
+{
+	int nr = 5, i, status, last = 0, bad = 0;
+	pid_t pid;
+
+	for (i = 0; i < nr; i++) {
+		pid = fork();
+		if (pid == 0)
+			_exit(child_ends(4242, nr, i));
+	}
+	while ((pid = wait(&status)) > 0) {
+		if (!WIFEXITED(status) || (WEXITSTATUS(status) &&
+					   WEXITSTATUS(status) != 10))
+			bad++;
+		last += WIFEXITED(status) && WEXITSTATUS(status) == 10;
+	}
+	CHECK(last == 1 && !bad,
+	      "5 job processes: exactly one, the last, gets the sums per GPU (%d did, %d wrong)",
+	      last, bad);
+}
+
+static void test_new_run(void)
+{
+	struct dbr_result r = result_on(0, 0);
+	struct dbr_gpu_sum sums[4];
+	bool more = false;
+	char id[48];
+	int n;
+
+	/* an earlier run left half done (fio --server runs many) */
+	dbr_tally_join(777, 3);
+	dbr_tally_end(777, 3, &r, sums, 4, &more);
+	dbr_tally_join(778, 2);
+	dbr_tally_run_id(id, sizeof(id));
+	CHECK(!strncmp(id, "778-", 4), "run id names the run: %s", id);
+	n = dbr_tally_end(778, 2, &r, sums, 4, &more);
+	CHECK(n == 0, "first of two threads: no sums yet");
+	n = dbr_tally_end(778, 2, NULL, sums, 4, &more);
+	CHECK(n == 1 && sums[0].threads == 1 && !more,
+	      "a new run starts afresh; a thread with no results only counts");
+	n = dbr_tally_end(778, 2, &r, sums, 4, &more);
+	CHECK(n == 0, "the sums are said once");
+}
+
+static void test_more_than_fit(void)
+{
+	struct dbr_gpu_sum sums[2];
+	bool more = false;
+	int i, n = 0;
+
+	dbr_tally_join(900, 3);
+	for (i = 0; i < 3; i++) {
+		struct dbr_result r = result_on(i, i);
+
+		n = dbr_tally_end(900, 3, &r, sums, 2, &more);
+	}
+	CHECK(n == 2 && more, "sums that do not fit the caller's array: said so");
+}
+
+static void test_line(void)
+{
+	struct dbr_result r = result_on(1, 0);
+	struct dbr_gpu_sum sums[1];
+	bool more;
+	char line[512];
+
+	r.error = 5;
+	dbr_tally_join(1000, 1);
+	dbr_tally_end(1000, 1, &r, sums, 1, &more);
+	dbr_gpu_sum_line(&sums[0], line, sizeof(line));
+	CHECK(!strcmp(line, "hip 1 (0000:05:00.0) bounce: 1 thread (1 failed), read 0.39 MiB in 100 I/O (2000 IOPS, 7.81 MiB/s), 100 GPU copies in 10 runtime calls"),
+	      "summary line: %s", line);
+}
+
+static void test_append(void)
+{
+	char path[] = "/tmp/dbr-results-XXXXXX", line[2048];
+	int nr = 4, per = 300, i, j, fd, before = count_fds(), lines = 0, whole = 0;
+	FILE *f;
+
+	fd = mkstemp(path);
+	close(fd);
+	for (i = 0; i < nr; i++) {
+		if (fork() == 0) {
+			struct dbr_result r = result_on(i % 2, i);
+			int out = dbr_results_open(path);
+
+			for (j = 0; j < per && out >= 0; j++)
+				if (dbr_result_append(out, &r, "1-1") < 0)
+					_exit(1);
+			_exit(out < 0);
+		}
+	}
+	while (wait(NULL) > 0)
+		;
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+
+		lines++;
+		whole += !strncmp(line, "{\"run\":\"1-1\",", 13) &&
+			 n > 2 && !strcmp(line + n - 2, "}\n");
+	}
+	if (f)
+		fclose(f);
+	unlink(path);
+	CHECK(lines == nr * per && whole == lines,
+	      "4 processes x 300 appends: %d lines, %d whole", lines, whole);
+	CHECK(dbr_results_open("/nonexistent-dir/stats.jsonl") == -ENOENT,
+	      "a missing directory: -ENOENT");
+	CHECK(dbr_results_open("/tmp") == -EISDIR, "a directory: -EISDIR");
+	CHECK(count_fds() == before, "no descriptor left behind (%d, was %d)",
+	      count_fds(), before);
+}
+
+int main(void)
+{
+	test_json();
+	CHECK(dbr_tally_map() == 0, "the shared table maps");
+	test_tally_processes();
+	test_new_run();
+	test_more_than_fit();
+	test_line();
+	test_append();
+	dbr_tally_unmap();
+	return check_done("test_results");
+}

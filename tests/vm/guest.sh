@@ -3,6 +3,9 @@
 # host's root, against the emulated NVMe controller:
 #   /dev/nvme0n1, /dev/nvme0n2  raw namespaces (256 MiB, 128 MiB)
 #   /dev/nvme0n3p1              a partition, for the bad-input cases
+#   /dev/nvme1n1                a second controller's (with DBR_VM_TOPO=yes:
+#                               guest.d/topology.sh)
+# (tests/vm/nvme-names has given them these names before this runs)
 # Decides from the engine's own probe (transfer=auto) whether this kernel has
 # the io_uring dma-buf series, says which case it is in, and runs:
 #   stock kernel:  p2p must refuse cleanly; udmabuf, the host fixed-buffer

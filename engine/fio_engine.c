@@ -407,18 +407,54 @@ struct dbr_gpus {
 	int known;	/* devices with a PCI path */
 };
 
-/* controllers of one thread's files that count; more are left out */
+extern struct ioengine_ops ioengine;
+
+/*
+ * Threads that may run beside td: fio starts a job with stonewall only once
+ * every job before it has ended, so those between the stonewalls around td.
+ * (tnumber_to_td rather than for_each_td, whose form changed after 3.33.)
+ */
+static void dbr_run_window(struct thread_data *td, unsigned int *first,
+			   unsigned int *last)
+{
+	unsigned int i;
+	bool seen = false;
+
+	*first = 0;
+	*last = thread_number ? thread_number - 1 : 0;
+	for (i = 0; i < thread_number; i++) {
+		struct thread_data *t = tnumber_to_td(i);
+
+		if (i && t->o.stonewall) {
+			if (seen) {
+				*last = i - 1;
+				return;
+			}
+			*first = i;
+		}
+		seen = seen || t == td;
+	}
+}
+
+/* controllers of one thread's files the line counts (all of them count for the choice) */
 #define DBR_MAX_CTRLS	16
 
-/* what auto decided for one thread, and why */
+/* where one thread stands from the GPUs, and why */
 struct dbr_place {
-	int dev;
-	enum dbr_dist dist;
+	enum dbr_dist dist[DBR_TOPO_MAX_GPUS];	/* to each GPU */
 	int nr_ctrls;		/* distinct PCI controllers of its files */
 	char disk[64];		/* the first of them: its disk and address */
 	char bdf[DBR_BDF_LEN];
 	bool via_fs;		/* reached through a filesystem */
 	const char *lost;	/* the first file on no PCI controller */
+	/* the first disk as a multipath head node: its paths, and per GPU
+	 * the index of the one nearest it */
+	int mpath_paths;
+	struct dbr_blk_path_name {
+		char name[16];
+		char bdf[DBR_BDF_LEN];
+	} path[DBR_MAX_PATHS];
+	int near[DBR_TOPO_MAX_GPUS];
 };
 
 static bool dbr_dev_ids_auto(const struct dbr_options *o)
@@ -448,18 +484,38 @@ static int dbr_gpus_get(const struct gpu_provider *p, int count,
 	return 0;
 }
 
-static bool dbr_ctrl_seen(const struct dbr_pci_fn *ctrls, int n,
-			  const char *bdf)
+static bool dbr_ctrl_seen(char (*seen)[DBR_BDF_LEN], int n, const char *bdf)
 {
 	while (n--)
-		if (!strcmp(ctrls[n].bdf, bdf))
+		if (!strcmp(seen[n], bdf))
 			return true;
 	return false;
 }
 
-/* The distinct PCI controllers behind thread t's files into ctrls. */
-static void dbr_place_ctrls(struct thread_data *t, struct dbr_pci_fn *ctrls,
-			    struct dbr_blk_ctrl *c, struct dbr_place *pl)
+/* The first of a thread's disks, as the line names it. */
+static void dbr_place_first(struct dbr_place *pl, const struct dbr_gpus *g,
+			    const struct dbr_blk_ctrl *c, bool via_fs)
+{
+	int i;
+
+	snprintf(pl->disk, sizeof(pl->disk), "%s", c->disk);
+	snprintf(pl->bdf, sizeof(pl->bdf), "%s", c->pci.bdf);
+	pl->via_fs = via_fs;
+	pl->mpath_paths = c->nr_paths ? c->mpath_paths : 0;
+	for (i = 0; i < c->nr_paths; i++) {
+		snprintf(pl->path[i].name, sizeof(pl->path[i].name), "%s",
+			 c->path[i].name);
+		snprintf(pl->path[i].bdf, sizeof(pl->path[i].bdf), "%s",
+			 c->path[i].pci.bdf);
+	}
+	for (i = 0; i < g->count; i++)
+		dbr_dist_to_blk(&g->fn[i], c, &pl->near[i]);
+}
+
+/* Thread t's distance to each GPU: the farthest of its files' controllers. */
+static void dbr_place_ctrls(struct thread_data *t, const struct dbr_gpus *g,
+			    struct dbr_blk_ctrl *c, char (*seen)[DBR_BDF_LEN],
+			    struct dbr_place *pl)
 {
 	struct fio_file *f;
 	unsigned int i;
@@ -472,60 +528,255 @@ static void dbr_place_ctrls(struct thread_data *t, struct dbr_pci_fn *ctrls,
 			pl->lost = pl->lost ? pl->lost : f->file_name;
 			continue;
 		}
+		dbr_gpu_dists_add(g->fn, g->count, c, pl->dist);
 		if (pl->nr_ctrls == DBR_MAX_CTRLS ||
-		    dbr_ctrl_seen(ctrls, pl->nr_ctrls, c->pci.bdf))
+		    dbr_ctrl_seen(seen, pl->nr_ctrls, c->pci.bdf))
 			continue;
-		if (!pl->nr_ctrls) {
-			snprintf(pl->disk, sizeof(pl->disk), "%s", c->disk);
-			snprintf(pl->bdf, sizeof(pl->bdf), "%s", c->pci.bdf);
-			pl->via_fs = via_fs;
-		}
-		ctrls[pl->nr_ctrls++] = c->pci;
+		if (!pl->nr_ctrls)
+			dbr_place_first(pl, g, c, via_fs);
+		memcpy(seen[pl->nr_ctrls++], c->pci.bdf, DBR_BDF_LEN);
 	}
 }
 
+/*
+ * Where thread t stands: its distance to each GPU. No controllers or no
+ * GPU PCI paths: every distance is unknown, which makes it round-robin.
+ */
 static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
 		     struct dbr_place *pl)
 {
-	struct dbr_pci_fn *ctrls = calloc(DBR_MAX_CTRLS, sizeof(*ctrls));
+	char (*seen)[DBR_BDF_LEN] = calloc(DBR_MAX_CTRLS, sizeof(*seen));
 	struct dbr_blk_ctrl *c = malloc(sizeof(*c));
+	int i, ret = seen && c ? 0 : -ENOMEM;
 
 	memset(pl, 0, sizeof(*pl));
-	pl->dist = DBR_DIST_UNKNOWN;
-	if (ctrls && c && g->known)
-		dbr_place_ctrls(t, ctrls, c, pl);
-	pl->dev = ctrls && c ? dbr_gpu_pick(g->fn, g->count, ctrls,
-					    pl->nr_ctrls, t->subjob_number,
-					    &pl->dist) : -ENOMEM;
+	for (i = 0; i < g->count; i++)
+		pl->dist[i] = DBR_DIST_SWITCH;
+	if (!ret && g->known)
+		dbr_place_ctrls(t, g, c, seen, pl);
+	if (!pl->nr_ctrls)
+		for (i = 0; i < g->count; i++)
+			pl->dist[i] = DBR_DIST_UNKNOWN;
 	free(c);
-	free(ctrls);
-	return pl->dev;
+	free(seen);
+	return ret;
+}
+
+/*
+ * The last value fio parsed for t's option name ([global], job file or
+ * command line), NULL where it was not set. Another job's engine options
+ * are read from here, not its td->eo: fio frees that in the parent as soon
+ * as it has forked the job's process, so later job processes would read
+ * freed memory; the option list lives as long as the run.
+ */
+static const char *dbr_opt_value(struct thread_data *t, const char *name)
+{
+	const char *val = NULL;
+	struct flist_head *n;
+
+	flist_for_each(n, &t->opt_list) {
+		struct print_option *p;
+
+		p = flist_entry(n, struct print_option, list);
+		if (p->name && !strcmp(p->name, name))
+			val = p->value;
+	}
+	return val;
+}
+
+static bool dbr_same_engine(struct thread_data *t, struct thread_data *td)
+{
+	return t->io_ops == &ioengine ||
+	       (t->o.ioengine && td->o.ioengine &&
+		!strcmp(t->o.ioengine, td->o.ioengine));
+}
+
+/* Does t take part in td's gpu_dev_ids=auto: this engine, auto, td's provider? */
+static bool dbr_auto_peer(struct thread_data *t, struct thread_data *td,
+			  const struct gpu_provider *prov)
+{
+	struct dbr_options *mine = td->eo;
+	const char *ids, *gpu;
+	char why[512];
+	unsigned int i;
+
+	if (t == td)
+		return true;
+	if (!dbr_same_engine(t, td))
+		return false;
+	ids = dbr_opt_value(t, "gpu_dev_ids");
+	if (!ids || strcasecmp(ids, "auto"))
+		return false;
+	gpu = dbr_opt_value(t, "gpu");
+	for (i = 0; gpu && i < (sizeof(gpu_names) / sizeof(gpu_names[0])); i++)
+		if (!strcasecmp(gpu, gpu_names[i]))
+			break;
+	if (!gpu)
+		i = DBR_GPU_AUTO;
+	if (i >= (sizeof(gpu_names) / sizeof(gpu_names[0])))
+		return false;
+	if (i == mine->gpu)
+		return true;
+	if (i != DBR_GPU_AUTO)
+		return gpu_provider_by_name(gpu_names[i]) == prov;
+	return gpu_provider_auto(why, sizeof(why)) == prov;
+}
+
+/* gpu_dev_ids=auto for the threads beside td: thread number first + i */
+struct dbr_plan {
+	unsigned int first;
+	unsigned int nr;
+	int *dev;		/* -1: not placed by auto beside td */
+};
+
+/* a thread's place in the order auto goes through: job, then thread index */
+struct dbr_rank {
+	unsigned int job;	/* the window index of its job's first thread */
+	unsigned int sub;	/* its thread index in the job */
+	unsigned int idx;	/* its window index */
+};
+
+static int dbr_rank_cmp(const void *a, const void *b)
+{
+	const struct dbr_rank *x = a, *y = b;
+
+	if (x->job != y->job)
+		return x->job < y->job ? -1 : 1;
+	return (x->sub > y->sub) - (x->sub < y->sub);
+}
+
+/*
+ * The window's threads in job order and, within a job, by thread index
+ * (fio lists a job's numjobs clones after it, but numbers them from the
+ * last down).
+ */
+static void dbr_plan_order(const struct dbr_plan *plan, struct dbr_rank *r)
+{
+	unsigned int i, job = 0;
+
+	for (i = 0; i < plan->nr; i++) {
+		struct thread_data *t = tnumber_to_td(plan->first + i);
+
+		if (!t->subjob_number)
+			job = i;
+		r[i].job = job;
+		r[i].sub = t->subjob_number;
+		r[i].idx = i;
+	}
+	qsort(r, plan->nr, sizeof(*r), dbr_rank_cmp);
+}
+
+/*
+ * The devices auto gives every thread that runs beside td (dbr_run_window)
+ * with this engine, gpu_dev_ids=auto and td's provider, one job after the
+ * other (dbr_plan_order, dbr_gpu_assign). Every one of those threads works
+ * the same plan out from fio's thread list, so no thread needs to hear
+ * from another, whichever starts first.
+ */
+static int dbr_plan_run(struct thread_data *td, const struct dbr_gpus *g,
+			struct dbr_plan *plan)
+{
+	struct dbr_gpu_want *want = NULL;
+	struct dbr_rank *rank = NULL;
+	enum dbr_dist *dist = NULL;
+	struct dbr_place *pl = malloc(sizeof(*pl));
+	unsigned int last, k;
+	int *dev = NULL, ret = -ENOMEM;
+
+	dbr_run_window(td, &plan->first, &last);
+	plan->nr = last + 1 - plan->first;
+	plan->dev = calloc(plan->nr, sizeof(*plan->dev));
+	dev = calloc(plan->nr, sizeof(*dev));
+	want = calloc(plan->nr, sizeof(*want));
+	rank = calloc(plan->nr, sizeof(*rank));
+	dist = calloc((size_t)plan->nr * (size_t)g->count, sizeof(*dist));
+	if (!pl || !plan->dev || !dev || !want || !rank || !dist)
+		goto out;
+	dbr_plan_order(plan, rank);
+	for (k = 0; k < plan->nr; k++) {
+		struct thread_data *t = tnumber_to_td(plan->first + rank[k].idx);
+		enum dbr_dist *row = dist + (size_t)k * (size_t)g->count;
+
+		want[k].stonewall = t->o.stonewall;
+		if (!dbr_auto_peer(t, td, g->prov))
+			continue;
+		ret = dbr_place(t, g, pl);
+		if (ret < 0)
+			goto out;
+		memcpy(row, pl->dist, (size_t)g->count * sizeof(*row));
+		want[k].dist = row;
+	}
+	ret = dbr_gpu_assign(want, (int)plan->nr, g->count, dev);
+	for (k = 0; !ret && k < plan->nr; k++)
+		plan->dev[rank[k].idx] = dev[k];
+out:
+	free(dist);
+	free(rank);
+	free(want);
+	free(dev);
+	free(pl);
+	return ret;
+}
+
+/* ", hip 1,3 tie" for the GPUs at pl's closest class */
+static void dbr_place_ties(const struct dbr_place *pl, const struct dbr_gpus *g,
+			   char *buf, size_t len)
+{
+	enum dbr_dist best = pl->dist[0];
+	int i, n = 0;
+
+	if (dbr_dist_ties(pl->dist, g->count) < 2)
+		return;
+	for (i = 1; i < g->count; i++)
+		if (pl->dist[i] < best)
+			best = pl->dist[i];
+	dbr_cat(buf, len, "; %s ", g->prov->name);
+	for (i = 0; i < g->count; i++)
+		if (pl->dist[i] == best)
+			dbr_cat(buf, len, "%s%d", n++ ? "," : "", i);
+	dbr_cat(buf, len, " tie, spread over the run");
 }
 
 static void dbr_place_why(const struct dbr_place *pl,
-			  const struct dbr_gpus *g, const char *prov,
-			  char *buf, size_t len)
+			  const struct dbr_gpus *g, int dev, char *buf,
+			  size_t len)
 {
-	if (g->count == 1)
+	const char *prov = g->prov->name;
+	int near = pl->mpath_paths ? pl->near[dev] : -1;
+
+	if (g->count == 1) {
 		snprintf(buf, len, "gpu=%s has one device", prov);
-	else if (!g->known)
+		return;
+	}
+	if (!g->known) {
 		snprintf(buf, len, "round-robin: gpu=%s tells no PCI address for its devices",
 			 prov);
-	else if (!pl->nr_ctrls)
+		return;
+	}
+	if (!pl->nr_ctrls) {
 		snprintf(buf, len, "round-robin: %s is on no PCI controller",
 			 pl->lost ? pl->lost : "no file");
+		return;
+	}
+	if (near >= 0)
+		snprintf(buf, len, "%s to %s's path %s at %s (the nearest of %d)",
+			 dbr_dist_name(pl->dist[dev]), pl->disk,
+			 pl->path[near].name, pl->path[near].bdf,
+			 pl->mpath_paths);
 	else
-		snprintf(buf, len, "%s to %s's controller %s%s%s",
-			 dbr_dist_name(pl->dist), pl->disk, pl->bdf,
-			 pl->nr_ctrls > 1 ? " (the farthest of its files')" : "",
-			 pl->via_fs ? ", via the filesystem" : "");
+		snprintf(buf, len, "%s to %s's controller %s",
+			 dbr_dist_name(pl->dist[dev]), pl->disk, pl->bdf);
+	dbr_cat(buf, len, "%s%s",
+		pl->nr_ctrls > 1 ? " (the farthest of its files')" : "",
+		pl->via_fs ? ", via the filesystem" : "");
+	dbr_place_ties(pl, g, buf, len);
 }
 
 /* what one thread of the job got, for the job's line */
 struct dbr_said {
 	int dev;		/* -1: not placed */
 	bool said;
-	char why[200];
+	char why[256];
 };
 
 /* gpu_cpus=auto: what a thread's placement means for its CPUs, appended */
@@ -542,23 +793,29 @@ static void dbr_place_cpus(struct thread_data *t, const struct gpu_provider *p,
 
 /* Every thread of td's job (td and its numjobs clones), by clone index. */
 static void dbr_place_job(struct thread_data *td, const struct dbr_gpus *g,
-			  const char *prov, struct dbr_said *s, unsigned int n)
+			  const struct dbr_plan *plan, struct dbr_said *s,
+			  unsigned int n)
 {
-	unsigned int i = td->thread_number - 1;
-	struct thread_data *t;
-	struct dbr_place pl;
+	struct dbr_place *pl = malloc(sizeof(*pl));
+	unsigned int i;
 
-	for (t = td; i < (unsigned int)thread_number; t = tnumber_to_td(++i)) {
+	if (!pl)
+		return;
+	for (i = td->thread_number - 1; i < plan->first + plan->nr; i++) {
+		struct thread_data *t = tnumber_to_td(i);
+		int dev = plan->dev[i - plan->first];
+
 		if (t != td && (!t->subjob_number || t->io_ops != td->io_ops))
 			break;
-		if (t->subjob_number >= n || dbr_place(t, g, &pl) < 0)
+		if (t->subjob_number >= n || dev < 0 || dbr_place(t, g, pl) < 0)
 			continue;
-		s[t->subjob_number].dev = pl.dev;
-		dbr_place_why(&pl, g, prov, s[t->subjob_number].why,
+		s[t->subjob_number].dev = dev;
+		dbr_place_why(pl, g, dev, s[t->subjob_number].why,
 			      sizeof(s[0].why));
-		dbr_place_cpus(t, g->prov, pl.dev, s[t->subjob_number].why,
+		dbr_place_cpus(t, g->prov, dev, s[t->subjob_number].why,
 			       sizeof(s[0].why));
 	}
+	free(pl);
 }
 
 /* "threads 0,2 -> hip 1": every thread with s[first]'s device and why */
@@ -587,18 +844,19 @@ static void dbr_say_group(struct dbr_said *s, unsigned int n,
  * "threads 0,2 -> hip 1, threads 1,3 -> hip 3: same-switch, nvme0n1 at ...".
  */
 static void dbr_say_places(struct thread_data *td, const struct dbr_gpus *g,
-			   const char *prov)
+			   const struct dbr_plan *plan)
 {
+	const char *prov = g->prov->name;
 	unsigned int n = td->o.numjobs ? td->o.numjobs : 1, i;
 	struct dbr_said *s = calloc(n, sizeof(*s));
 	bool same = true;
-	char line[640];
+	char line[768];
 
 	if (!s)
 		return;
 	for (i = 0; i < n; i++)
 		s[i].dev = -1;
-	dbr_place_job(td, g, prov, s, n);
+	dbr_place_job(td, g, plan, s, n);
 	for (i = 1; i < n; i++)
 		same = same && (s[i].dev < 0 || !strcmp(s[i].why, s[0].why));
 	line[0] = '\0';
@@ -619,16 +877,22 @@ static void dbr_say_places(struct thread_data *td, const struct dbr_gpus *g,
 static int dbr_pick_auto(struct thread_data *td, struct dbr_data *dd,
 			 int count)
 {
+	struct dbr_plan plan = { .dev = NULL };
 	struct dbr_gpus g;
-	struct dbr_place pl;
+	int ret;
 
-	if (dbr_gpus_get(dd->prov, count, &g) < 0 || dbr_place(td, &g, &pl) < 0) {
+	ret = dbr_gpus_get(dd->prov, count, &g);
+	if (!ret)
+		ret = dbr_plan_run(td, &g, &plan);
+	if (ret < 0) {
+		free(plan.dev);
 		free(g.fn);
-		return dbr_fail(td, ENOMEM, "gpu_dev_ids", "out of memory");
+		return dbr_fail(td, -ret, "gpu_dev_ids", strerror(-ret));
 	}
-	dd->buf.dev_id = pl.dev;
+	dd->buf.dev_id = plan.dev[td->thread_number - 1 - plan.first];
 	if (dbr_first_thread(td))
-		dbr_say_places(td, &g, dd->prov->name);
+		dbr_say_places(td, &g, &plan);
+	free(plan.dev);
 	free(g.fn);
 	return 0;
 }
@@ -674,35 +938,6 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 	}
 	dd->buf.dev_id = dev;
 	return 0;
-}
-
-extern struct ioengine_ops ioengine;
-
-/*
- * Threads that may run beside td: fio starts a job with stonewall only once
- * every job before it has ended, so those between the stonewalls around td.
- * (tnumber_to_td rather than for_each_td, whose form changed after 3.33.)
- */
-static void dbr_run_window(struct thread_data *td, unsigned int *first,
-			   unsigned int *last)
-{
-	unsigned int i;
-	bool seen = false;
-
-	*first = 0;
-	*last = thread_number ? thread_number - 1 : 0;
-	for (i = 0; i < thread_number; i++) {
-		struct thread_data *t = tnumber_to_td(i);
-
-		if (i && t->o.stonewall) {
-			if (seen) {
-				*last = i - 1;
-				return;
-			}
-			*first = i;
-		}
-		seen = seen || t == td;
-	}
 }
 
 /* Does t run this engine on a path that may register dma-bufs? */

@@ -203,15 +203,39 @@ static int ctrl_number(const char *name)
 	return (int)n;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The PCI function a controller's sysfs directory sits below: "" if none. */
+static void ctrl_pci_fn(const char *ctrl, struct dbr_pci_fn *fn)
+{
+	const char *bdf = last_bdf(ctrl);
+	size_t n;
+
+	fn->bdf[0] = fn->sys[0] = '\0';
+	fn->numa = -1;
+	if (!bdf)
+		return;
+	snprintf(fn->bdf, sizeof(fn->bdf), "%.12s", bdf);
+	n = (size_t)(bdf - ctrl) + 12;
+	snprintf(fn->sys, sizeof(fn->sys), "%.*s", (int)n, ctrl);
+	fn->numa = numa_of_sys(fn->sys);
+}
+
 /*
  * A multipath head node is a child of its nvme-subsystem, which lists the
- * controllers (paths) it spans: take the lowest numbered one.
+ * controllers (paths) it spans: every one into c->path[], lowest numbered
+ * first; c->ctrl is the lowest numbered on PCI (else the lowest).
  */
 static int mpath_ctrl(const char *disk_dir, struct dbr_blk_ctrl *c)
 {
-	char subsys[PATH_MAX], path[PATH_MAX + 64];
+	char subsys[PATH_MAX], path[PATH_MAX + 64], real[PATH_MAX];
+	int nums[64], nr = 0, i, k = 0;
 	struct dirent *de;
-	int best = -1;
 	DIR *d;
 
 	snprintf(subsys, sizeof(subsys), "%s", disk_dir);
@@ -225,13 +249,28 @@ static int mpath_ctrl(const char *disk_dir, struct dbr_blk_ctrl *c)
 		if (n < 0)
 			continue;
 		c->mpath_paths++;
-		if (best < 0 || n < best)
-			best = n;
+		if (nr < (int)(sizeof(nums) / sizeof(nums[0])))
+			nums[nr++] = n;
 	}
 	closedir(d);
-	if (best < 0)
+	qsort(nums, (size_t)nr, sizeof(nums[0]), cmp_int);
+	for (i = 0; i < nr && c->nr_paths < DBR_MAX_PATHS; i++) {
+		struct dbr_blk_path *p = &c->path[c->nr_paths];
+
+		snprintf(path, sizeof(path), "%s/nvme%d", subsys, nums[i]);
+		if (!realpath(path, real))
+			continue;
+		snprintf(p->name, sizeof(p->name), "nvme%d", nums[i]);
+		ctrl_pci_fn(real, &p->pci);
+		c->nr_paths++;
+	}
+	if (!c->nr_paths)
 		return -ENODEV;
-	snprintf(path, sizeof(path), "%s/nvme%d", subsys, best);
+	while (k < c->nr_paths - 1 && !c->path[k].pci.sys[0])
+		k++;
+	if (!c->path[k].pci.sys[0])
+		k = 0;
+	snprintf(path, sizeof(path), "%s/%s", subsys, c->path[k].name);
 	return realpath(path, c->ctrl) ? 0 : -errno;
 }
 
@@ -246,22 +285,6 @@ static int direct_ctrl(const char *disk_dir, struct dbr_blk_ctrl *c)
 	snprintf(c->ctrl, sizeof(c->ctrl), "%s", disk_dir);
 	to_parent(c->ctrl);
 	return 0;
-}
-
-/* The PCI function of the controller, from its path: "" when not PCI. */
-static void ctrl_pci(struct dbr_blk_ctrl *c)
-{
-	const char *bdf = last_bdf(c->ctrl);
-	size_t n;
-
-	c->pci.bdf[0] = c->pci.sys[0] = '\0';
-	c->pci.numa = -1;
-	if (!bdf)
-		return;
-	snprintf(c->pci.bdf, sizeof(c->pci.bdf), "%.12s", bdf);
-	n = (size_t)(bdf - c->ctrl) + 12;
-	snprintf(c->pci.sys, sizeof(c->pci.sys), "%.*s", (int)n, c->ctrl);
-	c->pci.numa = numa_of_sys(c->pci.sys);
 }
 
 /*
@@ -285,7 +308,7 @@ int dbr_blk_ctrl_of_sys(const char *sysblk, struct dbr_blk_ctrl *c)
 	ret = c->mpath_head ? mpath_ctrl(disk, c) : direct_ctrl(disk, c);
 	if (ret < 0)
 		return ret;
-	ctrl_pci(c);
+	ctrl_pci_fn(c->ctrl, &c->pci);
 	return 0;
 }
 
@@ -456,58 +479,102 @@ enum dbr_dist dbr_dist_of(const struct dbr_pci_fn *a,
 }
 
 /*
- * The device for thread thread_idx: the closest class any device reaches,
- * and among the devices in it entry thread_idx mod their count, so threads
- * with the same choice spread evenly. -EINVAL for no devices.
+ * How far a GPU is from a block device: from a multipath head node, the
+ * nearest of its paths (*path gets its index; -1 for one controller).
+ * That is the path the I/O takes as far as the kernel decides it: with
+ * nvme_core's default "numa" iopolicy the head sends each I/O down the
+ * optimized path whose controller is nearest the submitting CPU's NUMA
+ * node, and gpu_cpus=auto runs the thread on its GPU's node. Two paths on
+ * one node tie for the kernel, though, and the round-robin and queue-depth
+ * policies use every path, so this is the best case of what the GPU's I/O
+ * crosses.
  */
-int dbr_dist_pick(const enum dbr_dist *dist, int nr, unsigned int thread_idx)
+enum dbr_dist dbr_dist_to_blk(const struct dbr_pci_fn *gpu,
+			      const struct dbr_blk_ctrl *c, int *path)
 {
-	enum dbr_dist best = DBR_DIST_UNKNOWN;
-	unsigned int ties = 0, want;
+	enum dbr_dist best = DBR_DIST_UNKNOWN, d;
 	int i;
 
-	if (nr <= 0)
-		return -EINVAL;
-	for (i = 0; i < nr; i++)
-		if (dist[i] < best)
-			best = dist[i];
-	for (i = 0; i < nr; i++)
-		ties += dist[i] == best;
-	want = thread_idx % ties;
-	for (i = 0; i < nr; i++)
-		if (dist[i] == best && !want--)
-			return i;
-	return -EINVAL;	/* not reached */
+	*path = -1;
+	if (!c->nr_paths)
+		return dbr_dist_of(gpu, &c->pci);
+	for (i = 0; i < c->nr_paths; i++) {
+		d = dbr_dist_of(gpu, &c->path[i].pci);
+		if (*path < 0 || d < best) {
+			best = d;
+			*path = i;
+		}
+	}
+	return best;
 }
 
 /*
- * gpu_dev_ids=auto for one thread: a GPU's distance is the farthest it is
- * from any of the thread's controllers; the closest GPU wins, ties spread
- * by thread index (dbr_dist_pick). No controllers or no GPU PCI paths:
- * every distance is unknown, which makes it round-robin.
+ * One more of a thread's block devices into dist, its distance to each GPU:
+ * a GPU counts at the farthest of the thread's devices. Start from
+ * DBR_DIST_SWITCH (the closest); a thread with no device is all unknown.
  */
-int dbr_gpu_pick(const struct dbr_pci_fn *gpus, int nr_gpus,
-		 const struct dbr_pci_fn *ctrls, int nr_ctrls,
-		 unsigned int thread_idx, enum dbr_dist *dist)
+void dbr_gpu_dists_add(const struct dbr_pci_fn *gpus, int nr_gpus,
+		       const struct dbr_blk_ctrl *c, enum dbr_dist *dist)
 {
-	enum dbr_dist d[DBR_TOPO_MAX_GPUS];
-	int g, i, dev;
+	enum dbr_dist d;
+	int g, path;
+
+	for (g = 0; g < nr_gpus; g++) {
+		d = dbr_dist_to_blk(&gpus[g], c, &path);
+		if (d > dist[g])
+			dist[g] = d;
+	}
+}
+
+/* How many GPUs share the closest class in dist. */
+int dbr_dist_ties(const enum dbr_dist *dist, int nr_gpus)
+{
+	enum dbr_dist best = DBR_DIST_UNKNOWN;
+	int g, ties = 0;
+
+	for (g = 0; g < nr_gpus; g++)
+		if (dist[g] < best)
+			best = dist[g];
+	for (g = 0; g < nr_gpus; g++)
+		ties += dist[g] == best;
+	return ties;
+}
+
+/*
+ * gpu_dev_ids=auto for the threads of a run, in fio's thread order: each
+ * goes to the closest GPU for its own files; among GPUs equally close, to
+ * the one with the fewest threads so far (the lowest index on equal
+ * counts). A thread with stonewall starts once every thread before it has
+ * ended, so it starts the counts afresh. dev[i] gets thread i's device, -1
+ * where want[i].dist is NULL. The same input gives the same answer in
+ * every thread, whatever order they start in. -EINVAL for no GPUs.
+ */
+int dbr_gpu_assign(const struct dbr_gpu_want *want, int nr, int nr_gpus,
+		   int *dev)
+{
+	unsigned int load[DBR_TOPO_MAX_GPUS];
+	int i, g;
 
 	if (nr_gpus <= 0 || nr_gpus > DBR_TOPO_MAX_GPUS)
 		return -EINVAL;
-	for (g = 0; g < nr_gpus; g++) {
-		d[g] = nr_ctrls ? DBR_DIST_SWITCH : DBR_DIST_UNKNOWN;
-		for (i = 0; i < nr_ctrls; i++) {
-			enum dbr_dist di = dbr_dist_of(&gpus[g], &ctrls[i]);
+	memset(load, 0, sizeof(load));
+	for (i = 0; i < nr; i++) {
+		const enum dbr_dist *d = want[i].dist;
+		int best = 0;
 
-			if (di > d[g])
-				d[g] = di;
-		}
+		if (want[i].stonewall)
+			memset(load, 0, sizeof(load));
+		dev[i] = -1;
+		if (!d)
+			continue;
+		for (g = 1; g < nr_gpus; g++)
+			if (d[g] < d[best] ||
+			    (d[g] == d[best] && load[g] < load[best]))
+				best = g;
+		dev[i] = best;
+		load[best]++;
 	}
-	dev = dbr_dist_pick(d, nr_gpus, thread_idx);
-	if (dev >= 0)
-		*dist = d[dev];
-	return dev;
+	return 0;
 }
 
 /* The CPUs of a NUMA node, as sysfs lists them ("0-15,32-47"). */

@@ -17,6 +17,7 @@
 
 #define DBR_BDF_LEN	16	/* "0000:00:00.0" */
 #define DBR_TOPO_MAX_GPUS	64
+#define DBR_MAX_PATHS	8	/* paths of a multipath head node kept */
 
 /* where two PCI functions meet, closest first */
 enum dbr_topo {
@@ -46,7 +47,18 @@ struct dbr_pci_fn {
 	int numa;
 };
 
-/* The controller behind a block device, as sysfs shows it. */
+/* One path (controller) of a multipath head node. */
+struct dbr_blk_path {
+	char name[16];		/* "nvme1" */
+	struct dbr_pci_fn pci;	/* bdf "" when the controller is not PCI */
+};
+
+/*
+ * The controller behind a block device, as sysfs shows it. A multipath
+ * head node reaches its namespace through several controllers: ctrl and
+ * pci are the lowest-numbered one on PCI (else the lowest-numbered), path[]
+ * lists them all (the DBR_MAX_PATHS lowest-numbered), lowest first.
+ */
 struct dbr_blk_ctrl {
 	char disk[64];		/* the whole disk: nvme0n1 for nvme0n1p2 */
 	char ctrl[PATH_MAX];	/* its controller's sysfs directory */
@@ -54,6 +66,8 @@ struct dbr_blk_ctrl {
 	bool partition;
 	bool mpath_head;	/* an nvme-subsystem head node */
 	int mpath_paths;	/* controllers behind a head node */
+	int nr_paths;		/* entries in path[]; 0 but for a head node */
+	struct dbr_blk_path path[DBR_MAX_PATHS];
 };
 
 const char *dbr_sysfs_root(void);
@@ -83,10 +97,20 @@ enum dbr_topo dbr_topo_classify(const char *a, const char *b, int numa_a,
 const char *dbr_dist_name(enum dbr_dist d);
 enum dbr_dist dbr_dist_of(const struct dbr_pci_fn *a,
 			  const struct dbr_pci_fn *b);
-int dbr_dist_pick(const enum dbr_dist *dist, int nr, unsigned int thread_idx);
-int dbr_gpu_pick(const struct dbr_pci_fn *gpus, int nr_gpus,
-		 const struct dbr_pci_fn *ctrls, int nr_ctrls,
-		 unsigned int thread_idx, enum dbr_dist *dist);
+enum dbr_dist dbr_dist_to_blk(const struct dbr_pci_fn *gpu,
+			      const struct dbr_blk_ctrl *c, int *path);
+void dbr_gpu_dists_add(const struct dbr_pci_fn *gpus, int nr_gpus,
+		       const struct dbr_blk_ctrl *c, enum dbr_dist *dist);
+int dbr_dist_ties(const enum dbr_dist *dist, int nr_gpus);
+
+/* One thread of a run, as gpu_dev_ids=auto places it (dbr_gpu_assign). */
+struct dbr_gpu_want {
+	const enum dbr_dist *dist;	/* to each GPU; NULL: not placed */
+	bool stonewall;			/* starts once all before it ended */
+};
+
+int dbr_gpu_assign(const struct dbr_gpu_want *want, int nr, int nr_gpus,
+		   int *dev);
 
 int dbr_numa_cpulist(const char *root, int node, char *buf, size_t len);
 

@@ -3,8 +3,10 @@
 # tree built here (HIPDOUBLE_PCI), and the engine reads that tree instead of
 # /sys (DBR_SYSFS_ROOT), where the test file's filesystem sits on an NVMe
 # partition. Checked: the GPU each thread gets (from the double's
-# allocations per device), the one line that says why, the fallbacks, and
-# that gpu=host and an explicit list are unchanged.
+# allocations per device), the one line that says why, the fallbacks, ties
+# spread over every job section of the run (threads or job processes; a
+# stonewall starts afresh), a multipath namespace measured at its nearest
+# path, and that gpu=host and an explicit list are unchanged.
 . "$(dirname "$0")/../lib.sh"
 
 use_hip_double
@@ -59,6 +61,13 @@ ln -s "$TMPD/near/sys/$NVME0/nvme/nvme0" "$TMPD/near/sys/$NVME0/nvme/nvme0/nvme0
 fixture "$TMPD/far" "$NVME2/nvme/nvme2/nvme2n1"
 # this filesystem on no PCI controller
 fixture "$TMPD/none" ""
+# a multipath head node: path nvme1 on socket 1 (the lowest numbered), path
+# nvme5 below nvme0's switch
+SUBSYS=devices/virtual/nvme-subsystem/nvme-subsys9
+fixture "$TMPD/mpath" "$SUBSYS/nvme9n1"
+mkdir -p "$TMPD/mpath/sys/$NVME2/nvme/nvme1" "$TMPD/mpath/sys/$NVME0/nvme/nvme5"
+ln -s "$TMPD/mpath/sys/$NVME2/nvme/nvme1" "$TMPD/mpath/sys/$SUBSYS/nvme1"
+ln -s "$TMPD/mpath/sys/$NVME0/nvme/nvme5" "$TMPD/mpath/sys/$SUBSYS/nvme5"
 
 f=$(scratch_file)
 job=(--name=a --filename="$f" --size=8m --gpu=hip --transfer=bounce --direct=1
@@ -81,13 +90,77 @@ want() {
 
 : >"$HIPDOUBLE_REPORT"
 near="same-switch to nvme0n1's controller 0000:03:00.0, via the filesystem"
+tie="hip 1,3 tie, spread over the run"
 DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok switch "${job[@]}"
 want switch " dev0=0 dev1=2 dev2=0 dev3=2" \
-	"threads 0,2 -> hip 1, threads 1,3 -> hip 3: $near\$"
+	"threads 0,2 -> hip 1, threads 1,3 -> hip 3: $near; $tie\$"
+
+# ---- ties spread over the whole run, not each job section alone ------------
+# the double's allocations per device, summed over its processes
+alloc_sum() {
+	hip_report "$HIPDOUBLE_REPORT" | grep -o ' dev0=.* at' | sed 's/ at$//' |
+		awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); n[i] += kv[2] } }
+		     END { for (i = 1; i <= 4; i++) printf " dev%d=%d", i - 1, n[i] }'
+}
+# sections NAME ALLOCS 'JOB=REGEX'...: the summed allocations, and each
+# job's one gpu_dev_ids=auto line
+sections() {
+	local name=$1 alloc=$2 got jr j re
+	shift 2
+	got=$(alloc_sum)
+	[ "$got" = "$alloc" ] && pass "$name: allocations$got" ||
+		fail "$name: allocations '$got', want '$alloc'"
+	for jr in "$@"; do
+		j=${jr%%=*} re=${jr#*=}
+		if [ "$(grep -cE "^dmabuf_uring: $j: gpu_dev_ids=auto: $re" "$TMPD/$name.out")" -eq 1 ]; then
+			pass "$name: $(grep -m1 "^dmabuf_uring: $j: gpu_dev_ids=auto" "$TMPD/$name.out" | cut -c1-120)"
+		else
+			fail "$name: job $j: want one line matching /$re/"
+			grep "gpu_dev_ids=auto" "$TMPD/$name.out" | sed 's/^/    /'
+		fi
+	done
+	: >"$HIPDOUBLE_REPORT"
+}
+sec=(--filename="$f" --size=8m --gpu=hip --transfer=bounce --direct=1
+	--rw=randwrite --bs=16k --iodepth=4 --gpu_dev_ids=auto)
+# two sections of one thread each, hip 1 and 3 equally near: one each
+# (per section, both took hip 1)
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok two-sections --thread \
+	--name=a "${sec[@]}" --name=b "${sec[@]}"
+sections two-sections " dev0=0 dev1=1 dev2=0 dev3=1" \
+	"a=thread 0 -> hip 1: $near; $tie\$" "b=thread 0 -> hip 3: $near; $tie\$"
+# three threads each: 1,3,1 then 3,1,3, three per GPU (per section: 4 and 2)
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok two-sections-x3 --thread \
+	--name=a "${sec[@]}" --numjobs=3 --name=b "${sec[@]}" --numjobs=3
+sections two-sections-x3 " dev0=0 dev1=3 dev2=0 dev3=3" \
+	"a=threads 0,2 -> hip 1, thread 1 -> hip 3: $near; $tie\$" \
+	"b=threads 0,2 -> hip 3, thread 1 -> hip 1: $near; $tie\$"
+# job processes work it out the same way, each in its own process
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok two-sections-procs \
+	--name=a "${sec[@]}" --numjobs=3 --name=b "${sec[@]}" --numjobs=3
+sections two-sections-procs " dev0=0 dev1=3 dev2=0 dev3=3" \
+	"a=threads 0,2 -> hip 1, thread 1 -> hip 3: $near; $tie\$" \
+	"b=threads 0,2 -> hip 3, thread 1 -> hip 1: $near; $tie\$"
+# b waits for a (stonewall): it starts the counts afresh
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok stonewall --thread \
+	--name=a "${sec[@]}" --numjobs=3 --name=b "${sec[@]}" --numjobs=3 --stonewall
+sections stonewall " dev0=0 dev1=4 dev2=0 dev3=2" \
+	"a=threads 0,2 -> hip 1, thread 1 -> hip 3: $near; $tie\$" \
+	"b=threads 0,2 -> hip 1, thread 1 -> hip 3: $near; $tie\$"
+# a section with an explicit list in between counts for nothing
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok list-between --thread \
+	--name=a "${sec[@]}" --name=m "${sec[@]}" --gpu_dev_ids=1 --name=b "${sec[@]}"
+sections list-between " dev0=0 dev1=2 dev2=0 dev3=1" \
+	"a=thread 0 -> hip 1: $near; $tie\$" "b=thread 0 -> hip 3: $near; $tie\$"
 
 DBR_SYSFS_ROOT=$TMPD/far HIPDOUBLE_PCI=$pci run_ok cross-socket "${job[@]}"
 want cross-socket " dev0=4 dev1=0 dev2=0 dev3=0" \
 	"threads 0,1,2,3 -> hip 0: same-host-bridge to nvme2n1's controller 0000:82:00.0, via the filesystem\$"
+
+# the namespace is as near a GPU as the nearest of its paths, and says which
+DBR_SYSFS_ROOT=$TMPD/mpath HIPDOUBLE_PCI=$pci run_ok multipath "${job[@]}"
+want multipath " dev0=0 dev1=2 dev2=0 dev3=2" \
+	"threads 0,2 -> hip 1, threads 1,3 -> hip 3: same-switch to nvme9n1's path nvme5 at 0000:03:00.0 \\(the nearest of 2\\), via the filesystem; $tie\$"
 
 DBR_SYSFS_ROOT=$TMPD/none HIPDOUBLE_PCI=$pci run_ok no-controller "${job[@]}"
 want no-controller " dev0=1 dev1=1 dev2=1 dev3=1" \

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * engine/topology.c against sysfs trees built in a temp dir: a two-socket
- * machine with a PCIe switch, NVMe namespaces (partition, multipath head,
+ * machine with a PCIe switch, NVMe namespaces (partition, multipath heads,
  * path node), GPUs at every distance; then the same tree without NUMA
- * information.
+ * information. And gpu_dev_ids=auto's run-wide assignment.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,6 +31,15 @@
 #define GPU_E	HB1 "/0000:80:01.0/0000:81:00.0"	/* node 1 */
 #define NVME2	HB1 "/0000:80:02.0/0000:82:00.0"	/* node 1 */
 #define SUBSYS	"devices/virtual/nvme-subsystem/nvme-subsys7"
+/* nvme8n1: a multipath namespace with a path below each of two root ports
+ * of host bridge 0, each behind a switch with a GPU of its own */
+#define RP4_SW	HB0 "/0000:00:04.0/0000:08:00.0"
+#define NVME3	RP4_SW "/0000:09:00.0/0000:0a:00.0"
+#define GPU_F	RP4_SW "/0000:09:01.0/0000:0b:00.0"	/* near nvme3 */
+#define RP5_SW	HB0 "/0000:00:05.0/0000:0c:00.0"
+#define NVME4	RP5_SW "/0000:0d:00.0/0000:0e:00.0"
+#define GPU_G	RP5_SW "/0000:0d:01.0/0000:0f:00.0"	/* near nvme4 */
+#define SUBSYS8	"devices/virtual/nvme-subsystem/nvme-subsys8"
 
 static char root[512];
 
@@ -120,6 +129,17 @@ static void build_tree(bool numa)
 	link_to("class/block/nvme7n1", SUBSYS "/nvme7n1");
 	link_to(SUBSYS "/nvme2", NVME2 "/nvme/nvme2");
 	link_to(SUBSYS "/nvme1", NVME1 "/nvme/nvme1");
+	pci_fn(NVME3, "0000:0a:00.0", numa ? "0" : "-1");
+	pci_fn(GPU_F, "0000:0b:00.0", numa ? "0" : "-1");
+	pci_fn(NVME4, "0000:0e:00.0", numa ? "0" : "-1");
+	pci_fn(GPU_G, "0000:0f:00.0", numa ? "0" : "-1");
+	put(NVME3 "/nvme/nvme3/dev", "240:3");
+	put(NVME4 "/nvme/nvme4/dev", "240:4");
+	put(SUBSYS8 "/nvme8n1/dev", "259:8");
+	link_to("class/block/nvme8n1", SUBSYS8 "/nvme8n1");
+	/* the higher numbered path listed first, as readdir may */
+	link_to(SUBSYS8 "/nvme4", NVME4 "/nvme/nvme4");
+	link_to(SUBSYS8 "/nvme3", NVME3 "/nvme/nvme3");
 	put("devices/virtual/block/loop0/dev", "7:0");
 	link_to("class/block/loop0", "devices/virtual/block/loop0");
 	if (numa) {
@@ -155,6 +175,21 @@ static void test_block(void)
 	      c.mpath_paths == 2 && !strcmp(c.pci.bdf, "0000:06:00.0"),
 	      "multipath head nvme7n1: %d paths, lowest nvme1 at '%s'",
 	      c.mpath_paths, c.pci.bdf);
+	CHECK(c.nr_paths == 2 && !strcmp(c.path[0].name, "nvme1") &&
+	      !strcmp(c.path[0].pci.bdf, "0000:06:00.0") &&
+	      !strcmp(c.path[1].name, "nvme2") &&
+	      !strcmp(c.path[1].pci.bdf, "0000:82:00.0") &&
+	      c.path[1].pci.numa == 1,
+	      "multipath head nvme7n1: paths %s at '%s', %s at '%s'",
+	      c.path[0].name, c.path[0].pci.bdf, c.path[1].name,
+	      c.path[1].pci.bdf);
+	CHECK(dbr_blk_ctrl_by_name(root, "nvme8n1", &c) == 0 && c.mpath_head &&
+	      c.nr_paths == 2 && !strcmp(c.path[0].name, "nvme3") &&
+	      !strcmp(c.path[1].name, "nvme4") &&
+	      !strcmp(c.path[1].pci.bdf, "0000:0e:00.0") &&
+	      !strcmp(c.pci.bdf, "0000:0a:00.0"),
+	      "multipath head nvme8n1: paths in number order (%s, %s)",
+	      c.path[0].name, c.path[1].name);
 	CHECK(dbr_blk_ctrl_by_name(root, "nvme1c1n1", &c) == 0 &&
 	      !c.mpath_head && !strcmp(c.pci.bdf, "0000:06:00.0"),
 	      "path node nvme1c1n1: controller '%s'", c.pci.bdf);
@@ -189,15 +224,25 @@ static void test_pci(void)
 	      "trailing junk: -EINVAL");
 }
 
-static enum dbr_dist dist(const char *disk_name, const char *gpu)
+/* from a GPU to a disk (the nearest of a head node's paths: *path) */
+static enum dbr_dist dist_path(const char *disk_name, const char *gpu,
+			       int *path)
 {
 	struct dbr_blk_ctrl c;
 	struct dbr_pci_fn fn;
 
+	*path = -2;
 	if (dbr_blk_ctrl_by_name(root, disk_name, &c) ||
 	    dbr_pci_fn_get(root, gpu, &fn))
 		return (enum dbr_dist)-1;
-	return dbr_dist_of(&c.pci, &fn);
+	return dbr_dist_to_blk(&fn, &c, path);
+}
+
+static enum dbr_dist dist(const char *disk_name, const char *gpu)
+{
+	int path;
+
+	return dist_path(disk_name, gpu, &path);
 }
 
 static void dist_is(const char *disk_name, const char *gpu, enum dbr_dist want)
@@ -223,65 +268,177 @@ static void test_distance(void)
 	dist_is("loop0", "0000:04:00.0", DBR_DIST_UNKNOWN);
 }
 
-static void test_pick(void)
+/* a multipath namespace is as near a GPU as the nearest of its paths */
+static void path_is(const char *disk_name, const char *gpu, enum dbr_dist want,
+		    int want_path)
 {
-	enum dbr_dist d[] = { DBR_DIST_OTHER, DBR_DIST_HOST_BRIDGE,
-			      DBR_DIST_SWITCH, DBR_DIST_NUMA };
-	enum dbr_dist tie[] = { DBR_DIST_NUMA, DBR_DIST_SWITCH, DBR_DIST_OTHER,
-				DBR_DIST_SWITCH };
-	enum dbr_dist none[] = { DBR_DIST_UNKNOWN, DBR_DIST_UNKNOWN,
-				 DBR_DIST_UNKNOWN };
-	unsigned int i;
+	int path;
+	enum dbr_dist got = dist_path(disk_name, gpu, &path);
 
-	for (i = 0; i < 3; i++)
-		CHECK(dbr_dist_pick(d, 4, i) == 2,
-		      "thread %u takes the one same-switch GPU", i);
-	CHECK(dbr_dist_pick(tie, 4, 0) == 1 && dbr_dist_pick(tie, 4, 1) == 3 &&
-	      dbr_dist_pick(tie, 4, 2) == 1 && dbr_dist_pick(tie, 4, 3) == 3,
-	      "two same-switch GPUs: threads alternate between 1 and 3");
-	CHECK(dbr_dist_pick(none, 3, 4) == 1,
-	      "nothing known: round-robin (thread 4 of 3 devices -> 1)");
-	CHECK(dbr_dist_pick(d, 0, 0) == -EINVAL, "no devices: -EINVAL");
+	CHECK(got == want && path == want_path,
+	      "%s - GPU %s: %s through path %d (got %s through %d)", disk_name,
+	      gpu, dbr_dist_name(want), want_path, got <= DBR_DIST_UNKNOWN ?
+	      dbr_dist_name(got) : "lookup failed", path);
 }
 
-static void fn_of(const char *disk_name, struct dbr_pci_fn *fn)
+static void test_mpath(void)
 {
-	struct dbr_blk_ctrl c;
-
-	if (dbr_blk_ctrl_by_name(root, disk_name, &c) == 0)
-		*fn = c.pci;
-	else
-		memset(fn, 0, sizeof(*fn));
+	/* nvme7n1: nvme1 on node 0, nvme2 on node 1 */
+	path_is("nvme7n1", "0000:06:00.1", DBR_DIST_ROOT_PORT, 0);
+	path_is("nvme7n1", "0000:81:00.0", DBR_DIST_HOST_BRIDGE, 1);
+	/* nvme8n1: each GPU below the switch of one path */
+	path_is("nvme8n1", "0000:0b:00.0", DBR_DIST_SWITCH, 0);
+	path_is("nvme8n1", "0000:0f:00.0", DBR_DIST_SWITCH, 1);
+	path_is("nvme8n1", "0000:04:00.0", DBR_DIST_HOST_BRIDGE, 0);
+	/* a plain namespace has no path index */
+	path_is("nvme0n1", "0000:04:00.0", DBR_DIST_SWITCH, -1);
 }
 
-static void test_gpu_pick(void)
+/* dbr_gpu_assign over threads whose distance rows are d[i] */
+static void assign(const enum dbr_dist (*d)[4], const bool *stonewall, int nr,
+		   int nr_gpus, int *dev)
+{
+	struct dbr_gpu_want w[16];
+	int i;
+
+	for (i = 0; i < nr; i++) {
+		w[i].dist = d[i][0] == (enum dbr_dist)-1 ? NULL : d[i];
+		w[i].stonewall = stonewall && stonewall[i];
+	}
+	if (dbr_gpu_assign(w, nr, nr_gpus, dev) < 0)
+		for (i = 0; i < nr; i++)
+			dev[i] = -9;
+}
+
+static bool devs_are(const int *dev, const int *want, int nr)
+{
+	return !memcmp(dev, want, (size_t)nr * sizeof(*dev));
+}
+
+#define S	DBR_DIST_SWITCH
+#define H	DBR_DIST_HOST_BRIDGE
+#define N	DBR_DIST_NUMA
+#define O	DBR_DIST_OTHER
+#define U	DBR_DIST_UNKNOWN
+#define SKIP	((enum dbr_dist)-1)
+
+static void test_assign(void)
+{
+	/* two job sections of two threads each, both drives equally far
+	 * from GPUs 0 and 1 */
+	static const enum dbr_dist even[4][4] = {
+		{ H, H }, { H, H }, { H, H }, { H, H } };
+	/* two sections of one thread each: per section both took GPU 0 */
+	static const enum dbr_dist one_each[2][4] = { { O, O }, { O, O } };
+	/* three threads per section, as before: 1,3,1 and 1,3,1 */
+	static const enum dbr_dist three[6][4] = {
+		{ O, S, O, S }, { O, S, O, S }, { O, S, O, S },
+		{ O, S, O, S }, { O, S, O, S }, { O, S, O, S } };
+	/* thread 0 near GPU 2 only; the others tie between 0 and 2 */
+	static const enum dbr_dist mixed[4][4] = {
+		{ O, O, S, N }, { H, N, H, O }, { H, N, H, O }, { H, N, H, O } };
+	/* one GPU closer than the rest for every thread */
+	static const enum dbr_dist crowd[3][4] = {
+		{ N, S, N }, { N, S, N }, { O, H, N } };
+	/* a thread that is not auto's (another engine, a list) in between */
+	static const enum dbr_dist gap[3][4] = {
+		{ N, N }, { SKIP }, { N, N } };
+	static const enum dbr_dist unknown[5][4] = {
+		{ U, U, U }, { U, U, U }, { U, U, U }, { U, U, U }, { U, U, U } };
+	static const bool wall[6] = { false, false, false, true, false, false };
+	int dev[6], again[6];
+
+	assign(even, NULL, 4, 2, dev);
+	CHECK(devs_are(dev, (int[]){ 0, 1, 0, 1 }, 4),
+	      "2 sections x 2 threads, 2 GPUs tie: 0,1,0,1 (got %d,%d,%d,%d)",
+	      dev[0], dev[1], dev[2], dev[3]);
+	assign(one_each, NULL, 2, 2, dev);
+	CHECK(devs_are(dev, (int[]){ 0, 1 }, 2),
+	      "2 sections x 1 thread: GPUs 0 and 1 (got %d,%d)", dev[0], dev[1]);
+	assign(three, NULL, 6, 4, dev);
+	CHECK(devs_are(dev, (int[]){ 1, 3, 1, 3, 1, 3 }, 6),
+	      "2 sections x 3 threads, GPUs 1 and 3 tie: 3 each (got %d,%d,%d,%d,%d,%d)",
+	      dev[0], dev[1], dev[2], dev[3], dev[4], dev[5]);
+	assign(three, wall, 6, 4, dev);
+	CHECK(devs_are(dev, (int[]){ 1, 3, 1, 1, 3, 1 }, 6),
+	      "a stonewall before the second section starts the counts afresh (got %d,%d,%d,%d,%d,%d)",
+	      dev[0], dev[1], dev[2], dev[3], dev[4], dev[5]);
+	assign(mixed, NULL, 4, 4, dev);
+	CHECK(devs_are(dev, (int[]){ 2, 0, 0, 2 }, 4),
+	      "thread 0 on its one same-switch GPU 2 counts for the tie of 0 and 2 after it (got %d,%d,%d,%d)",
+	      dev[0], dev[1], dev[2], dev[3]);
+	CHECK(dbr_dist_ties(mixed[0], 4) == 1 && dbr_dist_ties(mixed[1], 4) == 2,
+	      "ties: one GPU at same-switch, two at same-host-bridge");
+	assign(crowd, NULL, 3, 3, dev);
+	CHECK(devs_are(dev, (int[]){ 1, 1, 1 }, 3),
+	      "the closest GPU wins however loaded (got %d,%d,%d)", dev[0],
+	      dev[1], dev[2]);
+	assign(gap, NULL, 3, 2, dev);
+	CHECK(devs_are(dev, (int[]){ 0, -1, 1 }, 3),
+	      "a thread auto does not place: -1, and it counts for nothing (got %d,%d,%d)",
+	      dev[0], dev[1], dev[2]);
+	assign(unknown, NULL, 5, 3, dev);
+	CHECK(devs_are(dev, (int[]){ 0, 1, 2, 0, 1 }, 5),
+	      "nothing known: round-robin over the run (got %d,%d,%d,%d,%d)",
+	      dev[0], dev[1], dev[2], dev[3], dev[4]);
+	/* every thread works it out alone: the same rows, the same plan */
+	assign(three, NULL, 6, 4, dev);
+	assign(three, NULL, 6, 4, again);
+	CHECK(devs_are(dev, again, 6), "the same run, the same assignment");
+	CHECK(dbr_gpu_assign(NULL, 0, 0, dev) == -EINVAL, "no GPUs: -EINVAL");
+	CHECK(dbr_gpu_assign(NULL, 0, DBR_TOPO_MAX_GPUS + 1, dev) == -EINVAL,
+	      "more GPUs than it ranks: -EINVAL");
+}
+
+static void fn_of(const char *disk_name, struct dbr_blk_ctrl *c)
+{
+	if (dbr_blk_ctrl_by_name(root, disk_name, c))
+		memset(c, 0, sizeof(*c));
+}
+
+/* the distance rows the engine builds from a thread's files */
+static void test_gpu_dists(void)
 {
 	static const char *const addr[] = {
 		"0000:81:00.0", "0000:05:00.0", "0000:04:00.0", "0000:41:00.0",
+		"0000:0b:00.0", "0000:0f:00.0",
 	};
-	struct dbr_pci_fn gpus[4], ctrls[2];
-	enum dbr_dist d = DBR_DIST_UNKNOWN;
-	int i, dev;
+	static struct dbr_blk_ctrl c0, c1, c8;
+	struct dbr_pci_fn gpus[6];
+	struct dbr_gpu_want w[4];
+	enum dbr_dist d[4][6];
+	int i, g, dev[4];
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 6; i++)
 		dbr_pci_fn_get(root, addr[i], &gpus[i]);
-	fn_of("nvme0n1p1", &ctrls[0]);
-	fn_of("nvme1c1n1", &ctrls[1]);
-	dev = dbr_gpu_pick(gpus, 4, ctrls, 1, 5, &d);
-	CHECK(dev == 2 && d == DBR_DIST_SWITCH,
-	      "nvme0n1p1: GPU 2 below its switch (got %d, %s)", dev,
-	      dbr_dist_name(d));
-	/* both controllers: A is same-switch to one, same-host-bridge to the
-	 * other, B same-host-bridge to both: a tie, spread by thread */
-	CHECK(dbr_gpu_pick(gpus, 4, ctrls, 2, 0, &d) == 1 &&
-	      d == DBR_DIST_HOST_BRIDGE &&
-	      dbr_gpu_pick(gpus, 4, ctrls, 2, 1, &d) == 2,
-	      "two controllers: the farthest counts, threads 0/1 take GPUs 1/2");
-	CHECK(dbr_gpu_pick(gpus, 4, ctrls, 0, 6, &d) == 2 &&
-	      d == DBR_DIST_UNKNOWN, "no controller: round-robin (6 mod 4)");
-	memset(gpus, 0, sizeof(gpus));
-	CHECK(dbr_gpu_pick(gpus, 4, ctrls, 1, 3, &d) == 3 &&
-	      d == DBR_DIST_UNKNOWN, "no GPU PCI paths: round-robin");
+	fn_of("nvme0n1p1", &c0);
+	fn_of("nvme1c1n1", &c1);
+	fn_of("nvme8n1", &c8);
+	for (i = 0; i < 4; i++)
+		for (g = 0; g < 6; g++)
+			d[i][g] = DBR_DIST_SWITCH;
+	/* thread 0 on nvme0n1p1; thread 1 on it and nvme1c1n1: a GPU counts
+	 * at its farthest; threads 2 and 3 on the multipath nvme8n1 */
+	dbr_gpu_dists_add(gpus, 6, &c0, d[0]);
+	dbr_gpu_dists_add(gpus, 6, &c0, d[1]);
+	dbr_gpu_dists_add(gpus, 6, &c1, d[1]);
+	dbr_gpu_dists_add(gpus, 6, &c8, d[2]);
+	dbr_gpu_dists_add(gpus, 6, &c8, d[3]);
+	CHECK(d[0][2] == DBR_DIST_SWITCH && d[0][1] == DBR_DIST_HOST_BRIDGE &&
+	      d[0][0] == DBR_DIST_OTHER, "nvme0n1p1: GPU 2 same-switch");
+	CHECK(d[1][2] == DBR_DIST_HOST_BRIDGE && d[1][1] == DBR_DIST_HOST_BRIDGE,
+	      "nvme0n1p1 + nvme1c1n1: GPUs 1 and 2 at the farthest, same-host-bridge");
+	CHECK(d[2][4] == DBR_DIST_SWITCH && d[2][5] == DBR_DIST_SWITCH &&
+	      d[2][2] == DBR_DIST_HOST_BRIDGE,
+	      "nvme8n1: GPUs 4 and 5 both same-switch, each through its own path");
+	for (i = 0; i < 4; i++) {
+		w[i].dist = d[i];
+		w[i].stonewall = false;
+	}
+	CHECK(dbr_gpu_assign(w, 4, 6, dev) == 0 && dev[0] == 2 &&
+	      dev[1] == 1 && dev[2] == 4 && dev[3] == 5,
+	      "threads take GPUs 2, 1 (2 already has one), 4, 5 (got %d,%d,%d,%d)",
+	      dev[0], dev[1], dev[2], dev[3]);
 }
 
 /* a regular file reaches the controller of its filesystem's disk */
@@ -360,7 +517,8 @@ static void with_tree(bool numa)
 		test_pci();
 		test_distance();
 		test_cpus(true);
-		test_gpu_pick();
+		test_mpath();
+		test_gpu_dists();
 		test_file();
 	} else {
 		test_no_numa();
@@ -372,6 +530,6 @@ int main(void)
 {
 	with_tree(true);
 	with_tree(false);
-	test_pick();
+	test_assign();
 	return check_done("test_topo_fixtures");
 }

@@ -78,7 +78,10 @@ place() {
 	HIPDOUBLE_DEVICES=2 HIPDOUBLE_PCI=$pci run_ok "$name" "${job[@]}"
 	for j in a b; do
 		read -r dev class ctrl disk <<<"${want[$j]}"
-		if grep -qx "dmabuf_uring: $j: gpu_dev_ids=auto: thread 0 -> hip $dev: $class to $disk's controller $ctrl" "$out" &&
+		# two GPUs equally near: the line says they tie
+		local tie=
+		[ "$class" = other ] && tie="; hip 0,1 tie, spread over the run"
+		if grep -qx "dmabuf_uring: $j: gpu_dev_ids=auto: thread 0 -> hip $dev: $class to $disk's controller $ctrl$tie" "$out" &&
 		   grep -q "^dmabuf_uring: $j: gpu=hip dev=$dev transfer=bounce " "$out"; then
 			pass "$name: job $j on $disk -> hip $dev ($(cut -d, -f$((dev + 1)) <<<"$pci")): $class"
 		else
@@ -100,14 +103,15 @@ place near "$GA,$GB" 0 same-root-port 1 same-host-bridge
 # the same GPUs, numbered the other way round: the choices follow the GPUs
 place swapped "$GB,$GA" 1 same-root-port 0 same-host-bridge
 # GPU C: another host bridge on nvme1's NUMA node; without NUMA nothing
-# tells it from GPU A for nvme1, a tie again
+# tells it from GPU A for nvme1, a tie, which goes to the GPU job a left
+# free (ties spread over the run)
 if [ $node1 = 1 ]; then
 	place numa "$GA,$GC" 0 same-root-port 1 same-numa-node
 else
-	place no-numa "$GA,$GC" 0 same-root-port 0 other
+	place no-numa "$GA,$GC" 0 same-root-port 1 other
 fi
-# nothing near nvme0 (pcie.0 has no node, the GPUs are on node 1): a tie, so
-# thread 0 takes the first; nvme1 still gets GPU B
+# nothing near nvme0 (pcie.0 has no node, the GPUs are on node 1): a tie,
+# and job a is the run's first, so it takes the first; nvme1 still gets GPU B
 place far "$GC,$GB" 0 other 1 same-host-bridge
 
 # ---- dmabuf-doctor sees the same paths ------------------------------------------

@@ -940,13 +940,20 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 	return 0;
 }
 
-/* Does t run this engine on a path that may register dma-bufs? */
-static bool dbr_registers_dmabufs(struct thread_data *t)
+/*
+ * Does t run td's engine on a path that may register dma-bufs? Its transfer
+ * option is read from fio's option list (dbr_opt_value: t->eo may be freed
+ * already); unset means the default, p2p.
+ */
+static bool dbr_registers_dmabufs(struct thread_data *t,
+				  struct thread_data *td)
 {
-	struct dbr_options *o = t->eo;
+	const char *xfer;
 
-	return t->io_ops == &ioengine && o && t->o.odirect &&
-	       o->transfer != DBR_XFER_BOUNCE;
+	if (!dbr_same_engine(t, td) || !t->o.odirect)
+		return false;
+	xfer = dbr_opt_value(t, "transfer");
+	return !xfer || strcasecmp(xfer, "bounce");
 }
 
 /* The device of each of t's block-device files, appended at devs[n]. */
@@ -986,7 +993,7 @@ static unsigned int dbr_maps_per_dev(struct thread_data *td)
 	for (i = first; nr_mine && i <= last && i < thread_number; i++) {
 		struct thread_data *t = tnumber_to_td(i);
 
-		if (t == td || dbr_registers_dmabufs(t))
+		if (t == td || dbr_registers_dmabufs(t, td))
 			nr_all = dbr_file_devs(t, all, nr_all);
 	}
 	most = dbr_busiest_dev(mine, nr_mine, all, nr_all);

@@ -584,6 +584,22 @@ static const char *dbr_opt_value(struct thread_data *t, const char *name)
 	return val;
 }
 
+/*
+ * t's value of option name as seen beside td, whose own value is mine. An
+ * option t's section does not set comes from [global]: where td's section
+ * does not set it either, td's value came from there too, so it is mine.
+ * NULL: not known (fio keeps [global]'s option list to itself).
+ */
+static const char *dbr_peer_opt(struct thread_data *t, struct thread_data *td,
+				const char *name, const char *mine)
+{
+	const char *val = dbr_opt_value(t, name);
+
+	if (val || dbr_opt_value(td, name))
+		return val;
+	return mine;
+}
+
 static bool dbr_same_engine(struct thread_data *t, struct thread_data *td)
 {
 	return t->io_ops == &ioengine ||
@@ -604,10 +620,10 @@ static bool dbr_auto_peer(struct thread_data *t, struct thread_data *td,
 		return true;
 	if (!dbr_same_engine(t, td))
 		return false;
-	ids = dbr_opt_value(t, "gpu_dev_ids");
+	ids = dbr_peer_opt(t, td, "gpu_dev_ids", "auto");
 	if (!ids || strcasecmp(ids, "auto"))
 		return false;
-	gpu = dbr_opt_value(t, "gpu");
+	gpu = dbr_peer_opt(t, td, "gpu", gpu_names[mine->gpu]);
 	for (i = 0; gpu && i < (sizeof(gpu_names) / sizeof(gpu_names[0])); i++)
 		if (!strcasecmp(gpu, gpu_names[i]))
 			break;
@@ -805,7 +821,8 @@ static void dbr_place_job(struct thread_data *td, const struct dbr_gpus *g,
 		struct thread_data *t = tnumber_to_td(i);
 		int dev = plan->dev[i - plan->first];
 
-		if (t != td && (!t->subjob_number || t->io_ops != td->io_ops))
+		/* a clone's io_ops may not be loaded yet: it starts beside td */
+		if (t != td && (!t->subjob_number || !dbr_same_engine(t, td)))
 			break;
 		if (t->subjob_number >= n || dev < 0 || dbr_place(t, g, pl) < 0)
 			continue;
@@ -948,11 +965,13 @@ static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
 static bool dbr_registers_dmabufs(struct thread_data *t,
 				  struct thread_data *td)
 {
+	struct dbr_options *mine = td->eo;
 	const char *xfer;
 
 	if (!dbr_same_engine(t, td) || !t->o.odirect)
 		return false;
-	xfer = dbr_opt_value(t, "transfer");
+	xfer = dbr_peer_opt(t, td, "transfer",
+			    dbr_transfer_name(mine->transfer));
 	return !xfer || strcasecmp(xfer, "bounce");
 }
 

@@ -153,6 +153,26 @@ DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok list-between --thread \
 sections list-between " dev0=0 dev1=2 dev2=0 dev3=1" \
 	"a=thread 0 -> hip 1: $near; $tie\$" "b=thread 0 -> hip 3: $near; $tie\$"
 
+# gpu_dev_ids=auto in a job file's [global] section: fio keeps [global]'s
+# options out of each job's option list, so a job learns its peers' value
+# from its own (it once saw no peers and put every thread on hip 1)
+jf=$TMPD/global.fio
+{
+	echo "[global]"
+	for o in "${sec[@]}"; do echo "${o#--}"; done
+	echo "numjobs=3"
+	echo "[a]"
+	echo "[b]"
+} >"$jf"
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok global-section --thread "$jf"
+sections global-section " dev0=0 dev1=3 dev2=0 dev3=3" \
+	"a=threads 0,2 -> hip 1, thread 1 -> hip 3: $near; $tie\$" \
+	"b=threads 0,2 -> hip 3, thread 1 -> hip 1: $near; $tie\$"
+DBR_SYSFS_ROOT=$TMPD/near HIPDOUBLE_PCI=$pci run_ok global-section-procs "$jf"
+sections global-section-procs " dev0=0 dev1=3 dev2=0 dev3=3" \
+	"a=threads 0,2 -> hip 1, thread 1 -> hip 3: $near; $tie\$" \
+	"b=threads 0,2 -> hip 3, thread 1 -> hip 1: $near; $tie\$"
+
 DBR_SYSFS_ROOT=$TMPD/far HIPDOUBLE_PCI=$pci run_ok cross-socket "${job[@]}"
 want cross-socket " dev0=4 dev1=0 dev2=0 dev3=0" \
 	"threads 0,1,2,3 -> hip 0: same-host-bridge to nvme2n1's controller 0000:82:00.0, via the filesystem\$"

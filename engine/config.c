@@ -187,6 +187,27 @@ int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len)
 	return n;
 }
 
+/*
+ * gpu_spin_us=N: microseconds a wait for GPU copies spins before it sleeps,
+ * -1 to spin until they are done; *ns gets it in nanoseconds (-1 stays -1).
+ * At most a second: a longer spin is a mistake for -1.
+ */
+int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = s ? strtol(s, &end, 10) : 0;
+	if (!s || end == s || *end || errno || v < -1 || v > 1000000) {
+		snprintf(msg, len, "gpu_spin_us=%s: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done",
+			 s ? s : "");
+		return -EINVAL;
+	}
+	*ns = v < 0 ? -1 : v * 1000L;
+	return 0;
+}
+
 /* Thread i of a job (its numjobs clone index) uses entry i mod n. */
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)
 {

@@ -62,6 +62,7 @@ struct dbr_options {
 	unsigned int sqpoll_cpu_set;
 	unsigned int hipri;
 	char *stats_file;
+	char *spin_us;
 	unsigned int tallied;	/* not an option: the thread's results counted */
 };
 
@@ -194,6 +195,15 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "gpu_spin_us",
+		.lname	= "Spin before sleeping for GPU copies",
+		.type	= FIO_OPT_STR_STORE,
+		.off1	= offsetof(struct dbr_options, spin_us),
+		.help	= "Microseconds a wait for GPU copies spins before it sleeps; 0 sleeps at once, -1 spins until done (default: $DBR_GPU_SPIN_US, else 20)",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_stats_file",
 		.lname	= "Per-thread GPU results file",
 		.type	= FIO_OPT_STR_STORE,
@@ -229,6 +239,7 @@ struct dbr_data {
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 	bool placed;		/* prov probed and buf.dev_id settled */
 	int stats_fd;		/* gpu_stats_file, or -1 */
+	long spin_ns;		/* gpu_spin_us, else gpu_spin_ns() */
 	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
 };
 
@@ -1246,6 +1257,20 @@ static int dbr_open_stats(struct thread_data *td, struct dbr_data *dd)
 	return dbr_fail(td, -dd->stats_fd, "gpu_stats_file", msg);
 }
 
+/* gpu_spin_us, else $DBR_GPU_SPIN_US or the default (gpu_spin_ns) */
+static int dbr_pick_spin(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	char msg[256];
+	int ret;
+
+	dd->spin_ns = gpu_spin_ns();
+	if (!o->spin_us)
+		return 0;
+	ret = dbr_parse_spin_us(o->spin_us, &dd->spin_ns, msg, sizeof(msg));
+	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
+}
+
 static int dbr_init(struct thread_data *td)
 {
 	struct dbr_options *o = td->eo;
@@ -1263,7 +1288,7 @@ static int dbr_init(struct thread_data *td)
 		goto err;
 	}
 	dbr_tally_join(dbr_run_of(td), dbr_run_threads());
-	if (dbr_open_stats(td, dd))
+	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, dd))
 		goto err;
 	/* option mistakes first, then what the machine cannot do */
 	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer))
@@ -1309,6 +1334,7 @@ static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 	int ret;
 
 	gpu_buf_init(&dd->buf, prov, dd->buf.dev_id, total_mem);
+	dd->buf.spin_ns = dd->spin_ns;
 	ret = dbr_check_reg_bytes(dd->buf.size,
 				  (size_t)td->o.iodepth * td_max_bs(td),
 				  msg, sizeof(msg));

@@ -391,7 +391,7 @@ static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
 			return ret;
 		if (dbr_ring_ready(p->ring))
 			return 1;
-		if (gpu_spin_over(&t0))
+		if (gpu_spin_over(&t0, p->buf->spin_ns))
 			break;
 	}
 	return 0;
@@ -407,7 +407,7 @@ static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
 static int wait_progress(struct dbr_pipe *p)
 {
 	struct dbr_pio *io = p->post.head ? p->post.head : p->pre.head;
-	long spin = gpu_spin_ns();
+	long spin = p->buf->spin_ns;
 	int ret;
 
 	if (!io || !io->ticket || io->error)

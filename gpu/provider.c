@@ -73,6 +73,7 @@ void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 	b->dev_id = dev_id;
 	b->size = gpu_buf_round(size);
 	b->dmabuf_fd = -1;
+	b->spin_ns = gpu_spin_ns();
 }
 
 int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_fences)
@@ -152,10 +153,9 @@ uint64_t gpu_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Has a wait that started spinning at t0 spun for as long as it may? */
-bool gpu_spin_over(const struct timespec *t0)
+/* Has a wait that started spinning at t0 spun for spin ns (< 0: never)? */
+bool gpu_spin_over(const struct timespec *t0, long spin)
 {
-	long spin = gpu_spin_ns();
 	struct timespec t;
 
 	if (spin < 0)

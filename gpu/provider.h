@@ -50,6 +50,9 @@ struct gpu_buf {
 	int dev_id;
 	int dmabuf_fd;		/* -1 until exported */
 	bool host_is_device;	/* shadow is the device memory: no copies */
+	long spin_ns;		/* a wait for copies spins this long, then
+				 * sleeps (< 0: never sleeps); gpu_spin_ns()
+				 * unless the caller sets it after init */
 	struct gpu_stream *stream;	/* device providers' copy stream */
 	char why[192];		/* runtime detail of the last failure */
 };
@@ -112,13 +115,16 @@ void gpu_shadow_unmap(struct gpu_buf *b);
 /* The copy stream's counters (b->stream set: a device provider). */
 const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
 
-/* Nanoseconds a wait for copies spins before it sleeps; < 0: no sleep. */
+/*
+ * Nanoseconds a wait for copies spins before it sleeps, < 0: no sleep; from
+ * $DBR_GPU_SPIN_US (microseconds) or the default. Each gpu_buf starts with it.
+ */
 long gpu_spin_ns(void);
 struct timespec;
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t gpu_now_ns(void);
-/* Has a wait that started spinning at t0 (CLOCK_MONOTONIC) spun long enough? */
-bool gpu_spin_over(const struct timespec *t0);
+/* Has a wait that started spinning at t0 (CLOCK_MONOTONIC) spun spin ns? */
+bool gpu_spin_over(const struct timespec *t0, long spin);
 
 /* Round a buffer size up to what every provider can allocate and export. */
 size_t gpu_buf_round(size_t size);

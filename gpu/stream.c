@@ -373,7 +373,7 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 	return ret;
 }
 
-/* Spin on the fence for up to gpu_spin_ns(), then sleep in the runtime. */
+/* Spin on the fence for up to b->spin_ns, then sleep in the runtime. */
 int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 {
 	struct gpu_stream *s = b->stream;
@@ -382,7 +382,7 @@ int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((ret = gpu_stream_poll(b, ticket)) == 0)
-		if (gpu_spin_over(&t0))
+		if (gpu_spin_over(&t0, b->spin_ns))
 			return sleep_for(b, s, ticket);
 	return ret < 0 ? ret : 0;
 }

@@ -79,6 +79,12 @@ run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=h
 run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
 
+# gpu_spin_us: microseconds or -1, nothing else
+run_refused spin-us-word "gpu_spin_us=long: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_spin_us=long
+run_refused spin-us-negative "gpu_spin_us=-5: expected microseconds" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_spin_us=-5
+
 # gpu_stats_file (or DBR_GPU_STATS_FILE) that cannot be appended to: named at
 # start, with the fix, before the job runs (root writes anywhere, so a path
 # in a directory that does not exist, and a directory)

@@ -133,6 +133,23 @@ else
 	fail "no merged copies, or a torn one: '$(grep -E 'GPU copies|changed while' "$TMPD/merged.out")'"
 fi
 
+# ---- gpu_spin_us ---------------------------------------------------------------
+# one 1 MiB read at a time with 2 ms copies: each wait has nothing else to
+# do, so it spins gpu_spin_us and then sleeps in the runtime ("slept")
+slept_of() {
+	sed -n 's/.* fences ([0-9]* event queries, \([0-9]*\) slept).*/\1/p' "$1" | head -1
+}
+spin_job=(--name=s --filename="$f" --size=8m --bs=1m --rw=read --iodepth=1
+	--direct=1 --thread --gpu=hip --transfer=bounce --number_ios=16)
+HIPDOUBLE_DELAY_US=2000 run_ok spin-forever "${spin_job[@]}" --gpu_spin_us=-1
+HIPDOUBLE_DELAY_US=2000 DBR_GPU_SPIN_US=-1 run_ok spin-none "${spin_job[@]}" --gpu_spin_us=0
+forever=$(slept_of "$TMPD/spin-forever.out") none=$(slept_of "$TMPD/spin-none.out")
+if [ "${forever:-x}" = 0 ] && [ "${none:-0}" -ge 1 ]; then
+	pass "gpu_spin_us=-1: 0 waits slept; gpu_spin_us=0 (over DBR_GPU_SPIN_US=-1): $none of 16 slept"
+else
+	fail "gpu_spin_us: slept '$forever' with -1, '$none' with 0 (want 0, and some)"
+fi
+
 # ---- fences without the host word -------------------------------------------
 # a runtime that refuses hipStreamWriteValue64 at the first fence: events
 # take over, and the data still goes through "GPU memory" intact

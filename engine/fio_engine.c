@@ -553,6 +553,17 @@ static void dbr_place_ctrls(struct thread_data *t, const struct dbr_gpus *g,
  * Where thread t stands: its distance to each GPU. No controllers or no
  * GPU PCI paths: every distance is unknown, which makes it round-robin.
  */
+/*
+ * May t's file list be read from another thread? A job thread frees it as it
+ * ends (close_and_free_files, after TD_FINISHING), so one that is ending
+ * counts as having no files. A job process's list here is this process's
+ * own copy (or fio's, in the parent), which stays.
+ */
+static bool dbr_files_readable(struct thread_data *t)
+{
+	return !t->o.use_thread || t->runstate < TD_FINISHING;
+}
+
 static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
 		     struct dbr_place *pl)
 {
@@ -563,7 +574,7 @@ static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
 	memset(pl, 0, sizeof(*pl));
 	for (i = 0; i < g->count; i++)
 		pl->dist[i] = DBR_DIST_SWITCH;
-	if (!ret && g->known)
+	if (!ret && g->known && dbr_files_readable(t))
 		dbr_place_ctrls(t, g, c, seen, pl);
 	if (!pl->nr_ctrls)
 		for (i = 0; i < g->count; i++)
@@ -574,8 +585,9 @@ static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
 }
 
 /*
- * The last value fio parsed for t's option name ([global], job file or
- * command line), NULL where it was not set. Another job's engine options
+ * The last value fio parsed for t's option name in t's own job section or on
+ * the command line, NULL where it was not set there ([global]'s options fio
+ * keeps to itself: see dbr_peer_opt). Another job's engine options
  * are read from here, not its td->eo: fio frees that in the parent as soon
  * as it has forked the job's process, so later job processes would read
  * freed memory; the option list lives as long as the run.
@@ -993,6 +1005,8 @@ static unsigned int dbr_file_devs(struct thread_data *t, dev_t *devs,
 	struct fio_file *f;
 	unsigned int i;
 
+	if (!dbr_files_readable(t))
+		return n;
 	for_each_file(t, f, i) {
 		struct dbr_target tg;
 

@@ -1730,6 +1730,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	memset(r, 0, sizeof(*r));
 	snprintf(r->job, sizeof(r->job), "%s", td->o.name ? td->o.name : "");
 	r->thread = td->subjob_number;
+	r->group = td->groupid;
 	r->pid = getpid();
 	r->dev = -1;
 	if (dd->placed)
@@ -1749,15 +1750,18 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 static void dbr_say_sums(const struct dbr_gpu_sum *s, int n, bool more)
 {
 	char line[512];
-	bool moved = false;
+	bool moved = false, groups = false;
 	int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		moved = moved || s[i].ios[DBR_RD] || s[i].ios[DBR_WR];
+		groups = groups || s[i].group != s[0].group;
+	}
 	if (!moved)
 		return;
+	/* stonewalled groups ran one after the other: a line per group */
 	for (i = 0; i < n; i++) {
-		dbr_gpu_sum_line(&s[i], line, sizeof(line));
+		dbr_gpu_sum_line(&s[i], groups, line, sizeof(line));
 		dbr_info("per GPU: %s", line);
 	}
 	if (more)

@@ -101,7 +101,8 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 
 	jcat(&j, "{\"run\":\"%s\"", run);
 	jstr(&j, "job", r->job);
-	jcat(&j, ",\"thread\":%u,\"pid\":%d", r->thread, r->pid);
+	jcat(&j, ",\"thread\":%u,\"group\":%u,\"pid\":%d", r->thread,
+	     r->group, r->pid);
 	jstr(&j, "gpu", r->gpu);
 	jcat(&j, ",\"dev\":%d", r->dev);
 	jstr(&j, "pci", r->pci);
@@ -251,8 +252,8 @@ static struct dbr_gpu_sum *tally_sum_of(struct dbr_tally *t,
 
 	for (i = 0; i < t->nr; i++) {
 		s = &t->sums[i];
-		if (!strcmp(s->gpu, r->gpu) && s->dev == r->dev &&
-		    s->p2p == r->p2p)
+		if (s->group == r->group && !strcmp(s->gpu, r->gpu) &&
+		    s->dev == r->dev && s->p2p == r->p2p)
 			return s;
 	}
 	if (t->nr == DBR_MAX_GPU_SUMS) {
@@ -260,6 +261,7 @@ static struct dbr_gpu_sum *tally_sum_of(struct dbr_tally *t,
 		return NULL;
 	}
 	s = &t->sums[t->nr++];
+	s->group = r->group;
 	memcpy(s->gpu, r->gpu, sizeof(s->gpu));
 	s->dev = r->dev;
 	s->p2p = r->p2p;
@@ -293,6 +295,8 @@ static int sum_cmp(const void *a, const void *b)
 	const struct dbr_gpu_sum *x = a, *y = b;
 	int c = strcmp(x->gpu, y->gpu);
 
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
 	if (c)
 		return c;
 	if (x->dev != y->dev)
@@ -354,12 +358,15 @@ static void cat_iops(char *buf, size_t len, double iops)
 		cat(buf, len, "%.0f IOPS", iops);
 }
 
-void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, char *buf, size_t len)
+void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
+		      size_t len)
 {
 	bool any = false;
 	int d;
 
 	buf[0] = '\0';
+	if (groups)
+		cat(buf, len, "group %u: ", s->group);
 	cat(buf, len, "%s %d", s->gpu, s->dev);
 	if (s->pci[0])
 		cat(buf, len, " (%s)", s->pci);

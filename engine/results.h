@@ -30,6 +30,8 @@ enum { DBR_RD, DBR_WR, DBR_NR_DIRS };
 struct dbr_result {
 	char job[64];
 	unsigned int thread;		/* numjobs clone index */
+	unsigned int group;		/* fio's group id: stonewalled jobs
+					 * run apart, so their rates do not add */
 	int pid;			/* the job process (or fio's, for threads) */
 	char gpu[8];			/* provider name; "" when none was picked */
 	int dev;			/* device ordinal; -1 when none */
@@ -46,6 +48,7 @@ struct dbr_result {
 
 /* A GPU and path: the threads that ran on it, added up. */
 struct dbr_gpu_sum {
+	unsigned int group;		/* fio's group id */
 	char gpu[8];
 	int dev;
 	char pci[DBR_BDF_LEN];
@@ -110,7 +113,8 @@ void dbr_tally_run_id(char *buf, size_t len);
 int dbr_tally_end(long run, unsigned int expected, const struct dbr_result *r,
 		  struct dbr_gpu_sum *out, int max, bool *more);
 
-/* One sum as a line of words (no prefix, no newline). */
-void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, char *buf, size_t len);
+/* One sum as a line of words (no prefix, no newline); groups: name its group. */
+void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
+		      size_t len);
 
 #endif

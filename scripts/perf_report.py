@@ -143,7 +143,10 @@ def _gpu_buckets(threads):
     for t in threads:
         if not t.get("gpu"):
             continue            # refused before it had a GPU
-        b = out.setdefault((t["gpu"], t["dev"], t["path"]), {
+        # stonewalled groups ran one after the other: their rates do not add
+        path = t["path"] + (" (group %d)" % t["group"] if t.get("group")
+                            else "")
+        b = out.setdefault((t["gpu"], t["dev"], path), {
             "pci": t.get("pci"), "threads": 0, "iops": 0.0, "bw_bytes": 0,
             "bytes": 0, "copies": 0})
         b["threads"] += 1

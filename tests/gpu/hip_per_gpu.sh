@@ -113,14 +113,18 @@ first=$(grep -n "Run status group" "$TMPD/normal.out" | head -1 | cut -d: -f1)
 	pass "per-GPU lines come before fio's run status" ||
 	fail "per-GPU lines (line $last) before fio's run status (line $first)"
 
-# two job sections behind a stonewall: one summary at the end of the run,
-# with both sections' threads on each GPU
+# two job sections behind a stonewall: one summary at the end of the run, a
+# line per group and GPU (the groups ran one after the other, so their rates
+# do not add up), each with that group's one thread on the GPU
 dbr_fio "${job[@]}" --numjobs=2 --gpu=hip --gpu_dev_ids=0:1 --name=b --stonewall \
 	--filename="$f" --size=8m --transfer=bounce --direct=1 --rw=read --bs=64k \
 	--numjobs=2 --gpu=hip --gpu_dev_ids=1:0 >"$TMPD/two.out" 2>&1
-n=$(grep -c "^dmabuf_uring: per GPU: hip [01] .* bounce: 2 threads" "$TMPD/two.out")
-[ "$n" -eq 2 ] && [ "$(grep -c "per GPU:" "$TMPD/two.out")" -eq 2 ] &&
-	pass "two jobs, stonewalled: one summary for the run, 2 threads per GPU" ||
+n=$(grep -cE "^dmabuf_uring: per GPU: group [01]: hip [01] .* bounce: 1 thread," "$TMPD/two.out")
+[ "$n" -eq 4 ] && [ "$(grep -c "per GPU:" "$TMPD/two.out")" -eq 4 ] &&
+	grep -q "per GPU: group 0: hip 0 .*, read .*, write " "$TMPD/two.out" &&
+	grep -q "per GPU: group 1: hip 1 .*, read 8.00 MiB in 128 I/O" "$TMPD/two.out" &&
+	! grep -q "per GPU: group 1: .*, write " "$TMPD/two.out" &&
+	pass "two jobs, stonewalled: one summary for the run, a line per group and GPU" ||
 	{ fail "two jobs, stonewalled: $n lines"; grep dmabuf "$TMPD/two.out"; }
 
 # threads refused at start are not counted on any GPU; a run in which

@@ -157,9 +157,34 @@ static void test_line(void)
 	r.error = 5;
 	dbr_tally_join(1000, 1);
 	dbr_tally_end(1000, 1, &r, sums, 1, &more);
-	dbr_gpu_sum_line(&sums[0], line, sizeof(line));
+	dbr_gpu_sum_line(&sums[0], false, line, sizeof(line));
 	CHECK(!strcmp(line, "hip 1 (0000:05:00.0) bounce: 1 thread (1 failed), read 0.39 MiB in 100 I/O (2000 IOPS, 7.81 MiB/s), 100 GPU copies in 10 runtime calls"),
 	      "summary line: %s", line);
+}
+
+/*
+ * Stonewalled groups run one after the other: the same GPU in two groups is
+ * two sums (their rates would not add), in group order, and names its group.
+ */
+static void test_groups(void)
+{
+	struct dbr_result a = result_on(1, 0), b = result_on(1, 1);
+	struct dbr_gpu_sum sums[4];
+	bool more;
+	char line[512];
+	int n;
+
+	a.group = 1;
+	b.group = 0;
+	dbr_tally_join(1100, 2);
+	dbr_tally_end(1100, 2, &a, sums, 4, &more);
+	n = dbr_tally_end(1100, 2, &b, sums, 4, &more);
+	CHECK(n == 2 && sums[0].group == 0 && sums[1].group == 1 &&
+	      sums[0].threads == 1 && sums[1].threads == 1,
+	      "one GPU in two groups: two sums, group 0 first (%d sums)", n);
+	dbr_gpu_sum_line(&sums[1], true, line, sizeof(line));
+	CHECK(!strncmp(line, "group 1: hip 1 ", 15), "the line names its group: %s",
+	      line);
 }
 
 static void test_append(void)
@@ -211,6 +236,7 @@ int main(void)
 	test_new_run();
 	test_more_than_fit();
 	test_line();
+	test_groups();
 	test_append();
 	dbr_tally_unmap();
 	return check_done("test_results");

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "pipeline.h"
 
@@ -141,10 +140,9 @@ static void run_pass(struct dbr_pipe *p)
 {
 	const struct gpu_provider *prov = p->buf->prov;
 	unsigned int i, round, rounds = 1, first = 0;
+	uint64_t now = gpu_now_ns();
 	size_t bytes = 0;
 	int ret = 0;
-
-	uint64_t now = gpu_now_ns();
 
 	for (i = 0; i < p->nr_pass; i++) {
 		p->pass[i]->copy_start = now;
@@ -381,17 +379,16 @@ static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
  */
 static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
 {
-	struct timespec t0;
+	uint64_t t0 = gpu_now_ns();
 	int ret;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (p->ring->inflight) {
 		ret = p->buf->prov->poll(p->buf, io->ticket);
 		if (ret)
 			return ret;
 		if (dbr_ring_ready(p->ring))
 			return 1;
-		if (gpu_spin_over(&t0, p->buf->spin_ns))
+		if (gpu_spin_over(t0, p->buf->spin_ns))
 			break;
 	}
 	return 0;

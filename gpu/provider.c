@@ -154,13 +154,7 @@ uint64_t gpu_now_ns(void)
 }
 
 /* Has a wait that started spinning at t0 spun for spin ns (< 0: never)? */
-bool gpu_spin_over(const struct timespec *t0, long spin)
+bool gpu_spin_over(uint64_t t0, long spin)
 {
-	struct timespec t;
-
-	if (spin < 0)
-		return false;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000000000L + t.tv_nsec - t0->tv_nsec >=
-	       spin;
+	return spin >= 0 && gpu_now_ns() - t0 >= (uint64_t)spin;
 }

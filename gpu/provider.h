@@ -120,11 +120,10 @@ const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
  * $DBR_GPU_SPIN_US (microseconds) or the default. Each gpu_buf starts with it.
  */
 long gpu_spin_ns(void);
-struct timespec;
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t gpu_now_ns(void);
-/* Has a wait that started spinning at t0 (CLOCK_MONOTONIC) spun spin ns? */
-bool gpu_spin_over(const struct timespec *t0, long spin);
+/* Has a wait that started spinning at t0 (gpu_now_ns) spun spin ns? */
+bool gpu_spin_over(uint64_t t0, long spin);
 
 /* Round a buffer size up to what every provider can allocate and export. */
 size_t gpu_buf_round(size_t size);

@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
@@ -377,12 +376,11 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 {
 	struct gpu_stream *s = b->stream;
-	struct timespec t0;
+	uint64_t t0 = gpu_now_ns();
 	int ret;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((ret = gpu_stream_poll(b, ticket)) == 0)
-		if (gpu_spin_over(&t0, b->spin_ns))
+		if (gpu_spin_over(t0, b->spin_ns))
 			return sleep_for(b, s, ticket);
 	return ret < 0 ? ret : 0;
 }

@@ -261,17 +261,32 @@ int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len)
 	return 1;
 }
 
+static void vcat(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	size_t used = strlen(buf);
+
+	if (used < len)
+		vsnprintf(buf + used, len - used, fmt, ap);
+}
+
+void dbr_cat(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vcat(buf, len, fmt, ap);
+	va_end(ap);
+}
+
 static void add_reason(char *buf, size_t len, const char *fmt, ...)
 {
 	size_t used = strlen(buf);
 	va_list ap;
 
-	if (used && used + 7 < len) {
+	if (used && used + 7 < len)
 		strcpy(buf + used, "; and ");
-		used += 6;
-	}
 	va_start(ap, fmt);
-	vsnprintf(buf + used, len > used ? len - used : 0, fmt, ap);
+	vcat(buf, len, fmt, ap);
 	va_end(ap);
 }
 

@@ -60,6 +60,9 @@ struct dbr_sync_job {
 };
 
 int dbr_check_job(const struct dbr_job *j, char *msg, size_t len);
+/* Append to the string in buf (len bytes in all), cut where it ends. */
+void dbr_cat(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len);
 int dbr_online_cpus(char *buf, size_t len);
 bool dbr_cpu_listed(const char *list, int cpu);

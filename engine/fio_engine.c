@@ -309,17 +309,6 @@ static const char *const gpu_names[] = {
 	[DBR_GPU_HOST] = "host",
 };
 
-/* Append to the string in buf, cut at len. */
-static void dbr_cat(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
-
 /* ------------------------------------------------------------------------ */
 /* gpu_cpus=auto: the CPUs of the GPU's NUMA node                           */
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dbr_config.h"
 #include "results.h"
 
 static const char *const dir_names[DBR_NR_DIRS] = { "read", "write" };
@@ -328,34 +329,22 @@ int dbr_tally_end(long run, unsigned int expected, const struct dbr_result *r,
 /* ------------------------------------------------------------------------ */
 /* the summary line                                                         */
 
-static void cat(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	va_list ap;
-
-	if (used >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
-
 static void cat_size(char *buf, size_t len, double bytes, const char *per)
 {
 	if (bytes >= (double)(1ULL << 30))
-		cat(buf, len, "%.2f GiB%s", bytes / (1ULL << 30), per);
+		dbr_cat(buf, len, "%.2f GiB%s", bytes / (1ULL << 30), per);
 	else
-		cat(buf, len, "%.2f MiB%s", bytes / (1ULL << 20), per);
+		dbr_cat(buf, len, "%.2f MiB%s", bytes / (1ULL << 20), per);
 }
 
 static void cat_iops(char *buf, size_t len, double iops)
 {
 	if (iops >= 1e6)
-		cat(buf, len, "%.2fM IOPS", iops / 1e6);
+		dbr_cat(buf, len, "%.2fM IOPS", iops / 1e6);
 	else if (iops >= 1e4)
-		cat(buf, len, "%.1fk IOPS", iops / 1e3);
+		dbr_cat(buf, len, "%.1fk IOPS", iops / 1e3);
 	else
-		cat(buf, len, "%.0f IOPS", iops);
+		dbr_cat(buf, len, "%.0f IOPS", iops);
 }
 
 void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
@@ -366,31 +355,31 @@ void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 
 	buf[0] = '\0';
 	if (groups)
-		cat(buf, len, "group %u: ", s->group);
-	cat(buf, len, "%s %d", s->gpu, s->dev);
+		dbr_cat(buf, len, "group %u: ", s->group);
+	dbr_cat(buf, len, "%s %d", s->gpu, s->dev);
 	if (s->pci[0])
-		cat(buf, len, " (%s)", s->pci);
-	cat(buf, len, " %s: %u thread%s", s->p2p ? "p2p" : "bounce",
+		dbr_cat(buf, len, " (%s)", s->pci);
+	dbr_cat(buf, len, " %s: %u thread%s", s->p2p ? "p2p" : "bounce",
 	    s->threads, s->threads == 1 ? "" : "s");
 	if (s->failed)
-		cat(buf, len, " (%u failed)", s->failed);
+		dbr_cat(buf, len, " (%u failed)", s->failed);
 	for (d = 0; d < DBR_NR_DIRS; d++) {
 		if (!s->ios[d])
 			continue;
 		any = true;
-		cat(buf, len, ", %s ", dir_names[d]);
+		dbr_cat(buf, len, ", %s ", dir_names[d]);
 		cat_size(buf, len, (double)s->bytes[d], "");
-		cat(buf, len, " in %" PRIu64 " I/O (", s->ios[d]);
+		dbr_cat(buf, len, " in %" PRIu64 " I/O (", s->ios[d]);
 		cat_iops(buf, len, s->iops[d]);
-		cat(buf, len, ", ");
+		dbr_cat(buf, len, ", ");
 		cat_size(buf, len, (double)s->bw[d], "/s");
-		cat(buf, len, ")");
+		dbr_cat(buf, len, ")");
 	}
 	if (!any)
-		cat(buf, len, ", no I/O");
+		dbr_cat(buf, len, ", no I/O");
 	if (s->copies)
-		cat(buf, len, ", %lu GPU copies in %lu runtime calls", s->copies,
+		dbr_cat(buf, len, ", %lu GPU copies in %lu runtime calls", s->copies,
 		    s->copy_calls);
 	else
-		cat(buf, len, ", no GPU copies");
+		dbr_cat(buf, len, ", no GPU copies");
 }

@@ -207,7 +207,7 @@ def _proc_tree(root):
 
 
 def _task_ticks(pid):
-    """{tid: (comm, utime+stime in clock ticks)} for one process."""
+    """{(pid, tid): (comm, utime+stime in clock ticks)} for one process."""
     out = {}
     try:
         tids = os.listdir("/proc/%d/task" % pid)

@@ -61,6 +61,7 @@ struct dbr_options {
 	unsigned int sqpoll_cpu;
 	unsigned int sqpoll_cpu_set;
 	unsigned int hipri;
+	unsigned int force_async;
 	char *stats_file;
 	char *spin_us;
 	unsigned int tallied;	/* not an option: the thread's results counted */
@@ -195,6 +196,16 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "force_async",
+		.lname	= "Force async",
+		.type	= FIO_OPT_INT,
+		.off1	= offsetof(struct dbr_options, force_async),
+		.help	= "Send every Nth request to io_uring's async workers at once (IOSQE_ASYNC); 0: never",
+		.def	= "0",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_spin_us",
 		.lname	= "Spin before sleeping for GPU copies",
 		.type	= FIO_OPT_STR_STORE,
@@ -236,6 +247,7 @@ struct dbr_data {
 	struct dbr_pio **events;
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
+	unsigned int prepped;	/* force_async: requests since the last async one */
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 	bool placed;		/* prov probed and buf.dev_id settled */
 	int stats_fd;		/* gpu_stats_file, or -1 */
@@ -1571,6 +1583,12 @@ static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
 	req->len = io_u->xfer_buflen;
 	req->buf_index = dd->p2p ? f->fileno : 0;
 	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf);
+	/* as fio's io_uring engine counts it: every Nth request prepared */
+	req->force_async = false;
+	if (o->force_async && ++dd->prepped == o->force_async) {
+		dd->prepped = 0;
+		req->force_async = true;
+	}
 	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
 }
 

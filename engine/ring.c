@@ -277,8 +277,8 @@ static void prep_sqe(struct io_uring_sqe *sqe, const struct dbr_req *req)
 		io_uring_prep_fsync(sqe, req->fd, IORING_FSYNC_DATASYNC);
 		break;
 	}
-	if (req->fixed_file)
-		io_uring_sqe_set_flags(sqe, IOSQE_FIXED_FILE);
+	io_uring_sqe_set_flags(sqe, (req->fixed_file ? IOSQE_FIXED_FILE : 0) |
+				    (req->force_async ? IOSQE_ASYNC : 0));
 	io_uring_sqe_set_data(sqe, (void *)req);
 }
 

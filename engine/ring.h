@@ -36,6 +36,7 @@ struct dbr_req {
 	enum dbr_op op;
 	int fd;			/* fd, or fixed-file index when fixed_file */
 	bool fixed_file;
+	bool force_async;	/* IOSQE_ASYNC: straight to io-wq */
 	uint16_t buf_index;
 	uint32_t len;
 	uint64_t addr;

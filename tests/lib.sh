@@ -27,7 +27,7 @@ _cleanup() {
 	if [ -f "$TMPD/.loops" ]; then
 		while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done <"$TMPD/.loops"
 	fi
-	cd / && rm -rf "$TMPD"
+	[ -n "${KEEP_TMPD:-}" ] || { cd / && rm -rf "$TMPD"; }
 }
 trap _cleanup EXIT
 at_exit() { _cleanups+=("$*"); }
@@ -120,6 +120,46 @@ use_hip_double() {
 # through _exit, past any destructor)
 hip_report() {
 	awk '{ last[$1] = $0 } END { for (p in last) print last[p] }' "$1" 2>/dev/null
+}
+
+# ---- tracefs: what reached the kernel, in order ------------------------------
+tracefs=/sys/kernel/tracing
+trace_ok() {
+	[ "$(id -u)" -eq 0 ] || return 1
+	[ -d "$tracefs/instances" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null
+	[ -d "$tracefs/events/io_uring/io_uring_submit_req" ]
+}
+
+# submit_trace SQES OUT CMD...: run CMD (output to OUT) and write the SQEs it
+# submitted to SQES in order, one "OPCODE FLAGS" line each (FLAGS: the
+# request's flags in hex; IOSQE_* are its low bits). A tracefs instance of
+# our own, our pids only; of the rings seen, the one with the most SQEs.
+submit_trace() {
+	local sqes=$1 out=$2 inst=$tracefs/instances/dbr-trace-$$ rc=0
+	shift 2
+	mkdir "$inst" || return 1
+	echo 1 >"$inst/options/event-fork"
+	(
+		# the filter first: an event enabled with no pid filter records
+		# every process on the machine
+		echo "$BASHPID" >"$inst/set_event_pid"
+		echo 1 >"$inst/events/io_uring/io_uring_submit_req/enable"
+		"$@"
+	) >"$out" 2>&1 || rc=$?
+	echo 0 >"$inst/events/io_uring/io_uring_submit_req/enable"
+	# a pid that another test's process reuses could slip into the filter
+	awk '/io_uring_submit_req/ {
+		for (i = 1; i < NF; i++) {
+			if ($i == "ring") r = $(i + 1)
+			if ($i == "opcode") o = $(i + 1)
+			if ($i == "flags") f = $(i + 1)
+		}
+		sub(",", "", r); sub(",", "", o); sub(",", "", f)
+		n[r]++; sq[r] = sq[r] o " " f "\n"
+	} END { for (r in n) if (n[r] > best) { best = n[r]; b = r }; printf "%s", sq[b] }' \
+		"$inst/trace" >"$sqes"
+	rmdir "$inst"
+	return $rc
 }
 
 # a scratch file of SIZE (fio lays it out itself when absent)

@@ -18,40 +18,12 @@ run_ok layout --name=lay --filename="$f" --size=8m --bs=1m --rw=write \
 	--gpu=host --transfer=bounce --refill_buffers=1
 
 # ---- ordering ----------------------------------------------------------------
-tracefs=/sys/kernel/tracing
-trace_ok() {
-	[ "$(id -u)" -eq 0 ] || return 1
-	[ -d "$tracefs/instances" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null
-	[ -d "$tracefs/events/io_uring/io_uring_submit_req" ]
-}
-
-# submit_order OUT FIO-ARGS...: opcodes of the SQEs this fio run submitted,
-# in order, one per line (a tracefs instance of our own, our pids only)
+# submit_order OUT FIO-ARGS...: opcodes of the SQEs this fio run submitted
 submit_order() {
-	local out=$1 inst=$tracefs/instances/dbr-order-$$
+	local out=$1 rc=0
 	shift
-	mkdir "$inst" || return 1
-	echo 1 >"$inst/options/event-fork"
-	(
-		# the filter first: an event enabled with no pid filter records
-		# every process on the machine
-		echo "$BASHPID" >"$inst/set_event_pid"
-		echo 1 >"$inst/events/io_uring/io_uring_submit_req/enable"
-		"$@"
-	) >"$out.fio" 2>&1
-	local rc=$?
-	echo 0 >"$inst/events/io_uring/io_uring_submit_req/enable"
-	# the job's own ring: the one with the most submissions (a pid that
-	# another test's process reuses could slip into the filter)
-	awk '/io_uring_submit_req/ {
-		for (i = 1; i < NF; i++) {
-			if ($i == "ring") r = $(i + 1)
-			if ($i == "opcode") o = $(i + 1)
-		}
-		sub(",", "", r); sub(",", "", o); n[r]++; ops[r] = ops[r] o "\n"
-	} END { for (r in n) if (n[r] > best) { best = n[r]; b = r }; printf "%s", ops[b] }' \
-		"$inst/trace" >"$out"
-	rmdir "$inst"
+	submit_trace "$out.sqes" "$out.fio" "$@" || rc=$?
+	cut -d' ' -f1 "$out.sqes" >"$out"
 	return $rc
 }
 

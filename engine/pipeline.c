@@ -264,22 +264,11 @@ static void advance_pre(struct dbr_pipe *p)
 	}
 }
 
-int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
+/* dbr_pipe_queue's part for a pipeline with copies; io's fields are reset. */
+int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io)
 {
 	int ret;
 
-	io->req.owner = io;
-	io->error = 0;
-	io->resid = 0;
-	io->ticket = 0;
-	if (!p->copies) {
-		/* no copy stage: nothing can be held before the ring */
-		io->nr_copies = 0;
-		ret = dbr_ring_queue(p->ring, &io->req);
-		if (!ret)
-			io->stage = DBR_IN_RING;
-		return ret;
-	}
 	plan_copies(p, io);
 	if (io->nr_copies && !copies_after(io)) {
 		p->unfenced++;
@@ -297,10 +286,8 @@ int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
 	return 0;
 }
 
-int dbr_pipe_commit(struct dbr_pipe *p)
+int dbr_pipe_commit_copies(struct dbr_pipe *p)
 {
-	if (!p->copies)
-		return 0;
 	fence_pre(p);
 	advance_pre(p);
 	return 0;

@@ -166,15 +166,25 @@ static inline int dbr_ring_wait(struct dbr_ring *r, unsigned int nr)
  */
 static inline struct dbr_req *dbr_ring_next(struct dbr_ring *r, bool flush)
 {
+	struct io_uring *ring = &r->ring;
+	unsigned int head = *ring->cq.khead;
 	struct io_uring_cqe *cqe;
 	struct dbr_req *req;
 
-	if (r->stash || io_uring_peek_cqe(&r->ring, &cqe) ||
-	    cqe->res == -EAGAIN)
+	/*
+	 * The CQ head read as io_uring_for_each_cqe reads it, not through
+	 * io_uring_peek_cqe: that one also skips liburing's internal timeout
+	 * CQEs, which only kernels without IORING_FEAT_EXT_ARG (< 5.11) post,
+	 * and the registered buffer table needs 5.19.
+	 */
+	if (r->stash || head == io_uring_smp_load_acquire(ring->cq.ktail))
+		return dbr_ring_next_slow(r, flush);
+	cqe = &ring->cq.cqes[io_uring_cqe_index(ring, head, ring->cq.ring_mask)];
+	if (cqe->res == -EAGAIN)
 		return dbr_ring_next_slow(r, flush);
 	req = (struct dbr_req *)io_uring_cqe_get_data(cqe);
 	req->res = cqe->res;
-	io_uring_cqe_seen(&r->ring, cqe);
+	io_uring_cq_advance(ring, 1);
 	r->inflight--;
 	return req;
 }

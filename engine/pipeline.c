@@ -422,7 +422,7 @@ static bool wait_failed(int ret)
  * Nothing queued may stay unsubmitted past a getevents call, and what was
  * collected goes back even when waiting failed.
  */
-static int getevents_end(struct dbr_pipe *p, unsigned int n, int ret)
+static inline int getevents_end(struct dbr_pipe *p, unsigned int n, int ret)
 {
 	if (!wait_failed(ret) && p->ring->unsubmitted)
 		ret = dbr_ring_submit(p->ring, 0);
@@ -456,31 +456,28 @@ static unsigned int reap_direct(struct dbr_pipe *p, struct dbr_pio **done,
  * there are no stages to walk; wait on the ring and hand over what it
  * finished. One enter submits what commit left and waits, as below.
  */
-static int getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
-			    unsigned int min, unsigned int max)
+int dbr_pipe_getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max)
 {
 	unsigned int n = 0;
 	int ret;
 
-	for (;;) {
-		ret = dbr_ring_wait(p->ring, min > n ? min - n : 0);
+	/* past the first round n < min: what is still to wait for */
+	do {
+		ret = dbr_ring_wait(p->ring, min - n);
 		if (wait_failed(ret))
 			break;
 		n += reap_direct(p, done + n, max - n);
-		if (n >= min || !p->ring->inflight)
-			break;
-	}
+	} while (n < min && p->ring->inflight);
 	return getevents_end(p, n, ret);
 }
 
-int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
-		       unsigned int min, unsigned int max)
+int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max)
 {
 	unsigned int n = 0;
 	int ret = 0;
 
-	if (!p->copies)
-		return getevents_direct(p, done, min, max);
 	fence_pre(p);
 	for (;;) {
 		advance_pre(p);

@@ -135,8 +135,21 @@ int dbr_pipe_submit(struct dbr_pipe *p);
  * errno when waiting failed (-ETIME and -EINTR are not failures: the count
  * so far is returned).
  */
-int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
-		       unsigned int min, unsigned int max);
+int dbr_pipe_getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max);
+int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max);
+/*
+ * Without copies only the ring holds I/O: a path of its own, whose frame
+ * does not pay for the stages it never walks.
+ */
+static inline int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
+				     unsigned int min, unsigned int max)
+{
+	if (p->copies)
+		return dbr_pipe_getevents_copies(p, done, min, max);
+	return dbr_pipe_getevents_direct(p, done, min, max);
+}
 bool dbr_pipe_idle(const struct dbr_pipe *p);
 
 #endif

@@ -264,22 +264,11 @@ static void advance_pre(struct dbr_pipe *p)
 	}
 }
 
-int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
+/* dbr_pipe_queue's part for a pipeline with copies; io's fields are reset. */
+int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io)
 {
 	int ret;
 
-	io->req.owner = io;
-	io->error = 0;
-	io->resid = 0;
-	io->ticket = 0;
-	if (!p->copies) {
-		/* no copy stage: nothing can be held before the ring */
-		io->nr_copies = 0;
-		ret = dbr_ring_queue(p->ring, &io->req);
-		if (!ret)
-			io->stage = DBR_IN_RING;
-		return ret;
-	}
 	plan_copies(p, io);
 	if (io->nr_copies && !copies_after(io)) {
 		p->unfenced++;
@@ -297,10 +286,8 @@ int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
 	return 0;
 }
 
-int dbr_pipe_commit(struct dbr_pipe *p)
+int dbr_pipe_commit_copies(struct dbr_pipe *p)
 {
-	if (!p->copies)
-		return 0;
 	fence_pre(p);
 	advance_pre(p);
 	return 0;
@@ -435,7 +422,7 @@ static bool wait_failed(int ret)
  * Nothing queued may stay unsubmitted past a getevents call, and what was
  * collected goes back even when waiting failed.
  */
-static int getevents_end(struct dbr_pipe *p, unsigned int n, int ret)
+static inline int getevents_end(struct dbr_pipe *p, unsigned int n, int ret)
 {
 	if (!wait_failed(ret) && p->ring->unsubmitted)
 		ret = dbr_ring_submit(p->ring, 0);
@@ -469,31 +456,28 @@ static unsigned int reap_direct(struct dbr_pipe *p, struct dbr_pio **done,
  * there are no stages to walk; wait on the ring and hand over what it
  * finished. One enter submits what commit left and waits, as below.
  */
-static int getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
-			    unsigned int min, unsigned int max)
+int dbr_pipe_getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max)
 {
 	unsigned int n = 0;
 	int ret;
 
-	for (;;) {
-		ret = dbr_ring_wait(p->ring, min > n ? min - n : 0);
+	/* past the first round n < min: what is still to wait for */
+	do {
+		ret = dbr_ring_wait(p->ring, min - n);
 		if (wait_failed(ret))
 			break;
 		n += reap_direct(p, done + n, max - n);
-		if (n >= min || !p->ring->inflight)
-			break;
-	}
+	} while (n < min && p->ring->inflight);
 	return getevents_end(p, n, ret);
 }
 
-int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
-		       unsigned int min, unsigned int max)
+int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max)
 {
 	unsigned int n = 0;
 	int ret = 0;
 
-	if (!p->copies)
-		return getevents_direct(p, done, min, max);
 	fence_pre(p);
 	for (;;) {
 		advance_pre(p);

@@ -94,13 +94,39 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  bool sync);
 void dbr_pipe_exit(struct dbr_pipe *p);
 
+int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io);
+int dbr_pipe_commit_copies(struct dbr_pipe *p);
+
 /*
  * Take one I/O: 0 when taken, -EBUSY when the ring has no room (try again
  * after collecting), another negative errno when it cannot run (not taken).
+ * Inline down to the SQE for a pipeline without copies (host memory is the
+ * device's), where every I/O goes straight to the ring; the copy stages are
+ * out of line.
  */
-int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io);
+static inline int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
+{
+	int ret;
+
+	io->req.owner = io;
+	io->error = 0;
+	io->resid = 0;
+	io->ticket = 0;
+	if (p->copies)
+		return dbr_pipe_queue_copies(p, io);
+	/* no copy stage: nothing can be held before the ring */
+	io->nr_copies = 0;
+	ret = dbr_ring_queue(p->ring, &io->req);
+	if (!ret)
+		io->stage = DBR_IN_RING;
+	return ret;
+}
+
 /* Start the pre-copies queued so far and move what may onto the ring. */
-int dbr_pipe_commit(struct dbr_pipe *p);
+static inline int dbr_pipe_commit(struct dbr_pipe *p)
+{
+	return p->copies ? dbr_pipe_commit_copies(p) : 0;
+}
 /* Hand what is on the ring to the kernel. */
 int dbr_pipe_submit(struct dbr_pipe *p);
 /*
@@ -109,8 +135,21 @@ int dbr_pipe_submit(struct dbr_pipe *p);
  * errno when waiting failed (-ETIME and -EINTR are not failures: the count
  * so far is returned).
  */
-int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
-		       unsigned int min, unsigned int max);
+int dbr_pipe_getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max);
+int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
+			      unsigned int min, unsigned int max);
+/*
+ * Without copies only the ring holds I/O: a path of its own, whose frame
+ * does not pay for the stages it never walks.
+ */
+static inline int dbr_pipe_getevents(struct dbr_pipe *p, struct dbr_pio **done,
+				     unsigned int min, unsigned int max)
+{
+	if (p->copies)
+		return dbr_pipe_getevents_copies(p, done, min, max);
+	return dbr_pipe_getevents_direct(p, done, min, max);
+}
 bool dbr_pipe_idle(const struct dbr_pipe *p);
 
 #endif

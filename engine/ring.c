@@ -257,55 +257,14 @@ int dbr_probe_p2p(void)
 	return ret < 0 ? ret : 0;
 }
 
-static void prep_sqe(struct io_uring_sqe *sqe, const struct dbr_req *req)
-{
-	void *addr = (void *)(uintptr_t)req->addr;
-
-	switch (req->op) {
-	case DBR_OP_READ:
-		io_uring_prep_read_fixed(sqe, req->fd, addr, req->len,
-					 req->off, req->buf_index);
-		break;
-	case DBR_OP_WRITE:
-		io_uring_prep_write_fixed(sqe, req->fd, addr, req->len,
-					  req->off, req->buf_index);
-		break;
-	case DBR_OP_FSYNC:
-		io_uring_prep_fsync(sqe, req->fd, 0);
-		break;
-	case DBR_OP_FDATASYNC:
-		io_uring_prep_fsync(sqe, req->fd, IORING_FSYNC_DATASYNC);
-		break;
-	}
-	io_uring_sqe_set_flags(sqe, (req->fixed_file ? IOSQE_FIXED_FILE : 0) |
-				    (req->force_async ? IOSQE_ASYNC : 0));
-	io_uring_sqe_set_data(sqe, (void *)req);
-}
-
 static int queue_sqe(struct dbr_ring *r, const struct dbr_req *req)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 
 	if (!sqe)
 		return -EBUSY;
-	prep_sqe(sqe, req);
+	dbr_prep_sqe(sqe, req);
 	r->unsubmitted++;
-	return 0;
-}
-
-/* Queue one request; it reaches the kernel on the next dbr_ring_submit(). */
-int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req)
-{
-	int ret;
-
-	req->res = 0;
-	req->reissues = 0;
-	ret = queue_sqe(r, req);
-	if (ret)
-		return ret;
-	r->inflight++;
-	if (r->on_queue)
-		r->on_queue(r->on_queue_arg, req);
 	return 0;
 }
 

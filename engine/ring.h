@@ -87,11 +87,58 @@ int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf);
 
 int dbr_probe_p2p(void);
 
-int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req);
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr);
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
 struct dbr_req *dbr_ring_next_slow(struct dbr_ring *r, bool flush);
+
+/* Fill sqe from req: the one translation, for queueing and for reissue. */
+static inline void dbr_prep_sqe(struct io_uring_sqe *sqe,
+				const struct dbr_req *req)
+{
+	void *addr = (void *)(uintptr_t)req->addr;
+
+	switch (req->op) {
+	case DBR_OP_READ:
+		io_uring_prep_read_fixed(sqe, req->fd, addr, req->len,
+					 req->off, req->buf_index);
+		break;
+	case DBR_OP_WRITE:
+		io_uring_prep_write_fixed(sqe, req->fd, addr, req->len,
+					  req->off, req->buf_index);
+		break;
+	case DBR_OP_FSYNC:
+		io_uring_prep_fsync(sqe, req->fd, 0);
+		break;
+	case DBR_OP_FDATASYNC:
+		io_uring_prep_fsync(sqe, req->fd, IORING_FSYNC_DATASYNC);
+		break;
+	}
+	io_uring_sqe_set_flags(sqe, (req->fixed_file ? IOSQE_FIXED_FILE : 0) |
+				    (req->force_async ? IOSQE_ASYNC : 0));
+	io_uring_sqe_set_data(sqe, (void *)req);
+}
+
+/*
+ * Queue one request; it reaches the kernel on the next dbr_ring_submit().
+ * -EBUSY when the SQ is full. Inline, as dbr_ring_next is: every I/O passes
+ * here once, and a call chain down to the SQE cost more than filling it.
+ */
+static inline int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	req->res = 0;
+	req->reissues = 0;
+	if (!sqe)
+		return -EBUSY;
+	dbr_prep_sqe(sqe, req);
+	r->unsubmitted++;
+	r->inflight++;
+	if (r->on_queue)
+		r->on_queue(r->on_queue_arg, req);
+	return 0;
+}
 
 /*
  * Inline, as liburing's own CQ helpers are: fio asks for one event per
@@ -119,15 +166,25 @@ static inline int dbr_ring_wait(struct dbr_ring *r, unsigned int nr)
  */
 static inline struct dbr_req *dbr_ring_next(struct dbr_ring *r, bool flush)
 {
+	struct io_uring *ring = &r->ring;
+	unsigned int head = *ring->cq.khead;
 	struct io_uring_cqe *cqe;
 	struct dbr_req *req;
 
-	if (r->stash || io_uring_peek_cqe(&r->ring, &cqe) ||
-	    cqe->res == -EAGAIN)
+	/*
+	 * The CQ head read as io_uring_for_each_cqe reads it, not through
+	 * io_uring_peek_cqe: that one also skips liburing's internal timeout
+	 * CQEs, which only kernels without IORING_FEAT_EXT_ARG (< 5.11) post,
+	 * and the registered buffer table needs 5.19.
+	 */
+	if (r->stash || head == io_uring_smp_load_acquire(ring->cq.ktail))
+		return dbr_ring_next_slow(r, flush);
+	cqe = &ring->cq.cqes[io_uring_cqe_index(ring, head, ring->cq.ring_mask)];
+	if (cqe->res == -EAGAIN)
 		return dbr_ring_next_slow(r, flush);
 	req = (struct dbr_req *)io_uring_cqe_get_data(cqe);
 	req->res = cqe->res;
-	io_uring_cqe_seen(&r->ring, cqe);
+	io_uring_cq_advance(ring, 1);
 	r->inflight--;
 	return req;
 }

@@ -4,6 +4,8 @@
 #   FIO      the fio binary built from the tree the engine was compiled against
 #   ENGINE   path to libdmabuf_uring.so
 #   SRCDIR   source tree, BUILDDIR build tree
+#   KEEP_TMPD=1  leave the test's scratch directory behind (to look at a
+#            failure: fio's output, traces, logs)
 # Exit codes follow automake: 0 pass, 77 skip, 99 hard error, else fail.
 
 set -u

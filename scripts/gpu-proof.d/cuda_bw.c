@@ -27,15 +27,8 @@
 #define SIZE	(256UL << 20)
 #define REPS	16
 
-#define CK(call) do {							\
-	CUresult r_ = (call);						\
-	if (r_ != CUDA_SUCCESS) {					\
-		const char *n_ = "?";					\
-		cuGetErrorName(r_, &n_);				\
-		fprintf(stderr, "cuda_bw: %s: %s\n", #call, n_);	\
-		exit(1);						\
-	}								\
-} while (0)
+#define TOOL	"cuda_bw"
+#include "cuda_check.h"
 
 static double now(void)
 {

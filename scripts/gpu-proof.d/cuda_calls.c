@@ -29,15 +29,8 @@
 #define PASSES		100000
 #define INFLIGHT	8	/* passes a thread lets run ahead */
 
-#define CK(call) do {							\
-	CUresult r_ = (call);						\
-	if (r_ != CUDA_SUCCESS) {					\
-		const char *s_ = "?";					\
-		cuGetErrorString(r_, &s_);				\
-		fprintf(stderr, "%s: %s\n", #call, s_);		\
-		exit(1);						\
-	}								\
-} while (0)
+#define TOOL	"cuda_calls"
+#include "cuda_check.h"
 
 static double now_us(void)
 {

@@ -257,17 +257,6 @@ int dbr_probe_p2p(void)
 	return ret < 0 ? ret : 0;
 }
 
-static int queue_sqe(struct dbr_ring *r, const struct dbr_req *req)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-
-	if (!sqe)
-		return -EBUSY;
-	dbr_prep_sqe(sqe, req);
-	r->unsubmitted++;
-	return 0;
-}
-
 /* Submit what is queued, and wait for wait_nr completions in one enter. */
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 {
@@ -303,7 +292,7 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res)
 {
 	if (res == -EAGAIN && req->reissues < DBR_MAX_REISSUE) {
-		int ret = queue_sqe(r, req);
+		int ret = dbr_queue_sqe(r, req);
 
 		if (ret < 0) {
 			req->res = res;

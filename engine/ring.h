@@ -119,6 +119,18 @@ static inline void dbr_prep_sqe(struct io_uring_sqe *sqe,
 	io_uring_sqe_set_data(sqe, (void *)req);
 }
 
+/* req into the next SQE, unsubmitted: -EBUSY when the SQ is full */
+static inline int dbr_queue_sqe(struct dbr_ring *r, const struct dbr_req *req)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	dbr_prep_sqe(sqe, req);
+	r->unsubmitted++;
+	return 0;
+}
+
 /*
  * Queue one request; it reaches the kernel on the next dbr_ring_submit().
  * -EBUSY when the SQ is full. Inline, as dbr_ring_next is: every I/O passes
@@ -126,14 +138,13 @@ static inline void dbr_prep_sqe(struct io_uring_sqe *sqe,
  */
 static inline int dbr_ring_queue(struct dbr_ring *r, struct dbr_req *req)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	int ret;
 
 	req->res = 0;
 	req->reissues = 0;
-	if (!sqe)
-		return -EBUSY;
-	dbr_prep_sqe(sqe, req);
-	r->unsubmitted++;
+	ret = dbr_queue_sqe(r, req);
+	if (ret)
+		return ret;
 	r->inflight++;
 	if (r->on_queue)
 		r->on_queue(r->on_queue_arg, req);

@@ -551,10 +551,6 @@ static void dbr_place_ctrls(struct thread_data *t, const struct dbr_gpus *g,
 }
 
 /*
- * Where thread t stands: its distance to each GPU. No controllers or no
- * GPU PCI paths: every distance is unknown, which makes it round-robin.
- */
-/*
  * May t's file list be read from another thread? A job thread frees it as it
  * ends (close_and_free_files, after TD_FINISHING), so one that is ending
  * counts as having no files. A job process's list here is this process's
@@ -565,6 +561,10 @@ static bool dbr_files_readable(struct thread_data *t)
 	return !t->o.use_thread || t->runstate < TD_FINISHING;
 }
 
+/*
+ * Where thread t stands: its distance to each GPU. No controllers or no
+ * GPU PCI paths: every distance is unknown, which makes it round-robin.
+ */
 static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
 		     struct dbr_place *pl)
 {
@@ -1698,15 +1698,16 @@ static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
 	return dd->buf.stream ? gpu_buf_stats(&dd->buf) : &dd->copy_stats;
 }
 
+static double per_unit_us(uint64_t ns, unsigned long n)
+{
+	return n ? (double)ns / 1000.0 / (double)n : 0.0;
+}
+
 /*
  * What the thread's copies and the ring did: copies per runtime call shows
  * how well copies were batched, fences how often the engine asked the GPU
  * "done yet?", held back how often ordering made an I/O wait.
  */
-static double per_unit_us(uint64_t ns, unsigned long n)
-{
-	return n ? (double)ns / 1000.0 / (double)n : 0.0;
-}
 
 static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 {
@@ -1793,7 +1794,7 @@ static void dbr_end_results(struct thread_data *td, struct dbr_data *dd)
 	if (!o || o->tallied)
 		return;
 	o->tallied = 1;
-	dbr_tally_join(dbr_run_of(td), dbr_run_threads());
+	/* a thread with stats_fd joined the run in init: the run id is set */
 	if (dd)
 		dbr_result_of(td, dd, &r);
 	if (dd && dd->stats_fd >= 0) {

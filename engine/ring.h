@@ -206,6 +206,18 @@ int dbr_ring_wait_timeout(struct dbr_ring *r, long ns);
 /* Completions waiting to be reaped, asking the kernel for them first. */
 unsigned int dbr_ring_ready(struct dbr_ring *r);
 
+/* requests the kernel has not finished, or whose CQEs are not reaped yet */
+static inline unsigned int dbr_ring_inflight(const struct dbr_ring *r)
+{
+	return r->inflight;
+}
+
+/* requests queued on the SQ and not yet handed to the kernel */
+static inline unsigned int dbr_ring_unsubmitted(const struct dbr_ring *r)
+{
+	return r->unsubmitted;
+}
+
 /* human-readable names of the setup flags the kernel accepted */
 void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len);
 

@@ -32,6 +32,20 @@ static struct dbr_pio *pfifo_pop(struct dbr_pfifo *q)
 	return io;
 }
 
+/*
+ * A pass of this many I/O goes to the runtime at once, whatever else is in
+ * flight: half the depth, so that two passes can be in flight and a pass's
+ * copies overlap the next one's I/O (see maybe_run_pass).
+ */
+static unsigned int pass_threshold(unsigned int depth)
+{
+	unsigned int n = depth / 2;
+
+	if (n > DBR_PASS_MAX)
+		n = DBR_PASS_MAX;
+	return n ? n : 1;
+}
+
 int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  struct gpu_buf *buf, unsigned int depth, bool p2p,
 		  bool sync)
@@ -44,6 +58,7 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		.copies	= !buf->host_is_device,
 		.depth	= depth ? depth : 1,
 	};
+	p->full_pass = pass_threshold(p->depth);
 	pfifo_init(&p->pre);
 	pfifo_init(&p->post);
 	pfifo_init(&p->ready);
@@ -59,7 +74,7 @@ void dbr_pipe_exit(struct dbr_pipe *p)
 
 bool dbr_pipe_idle(const struct dbr_pipe *p)
 {
-	return !p->ring->inflight && !p->pre.head && !p->post.head &&
+	return !dbr_ring_inflight(p->ring) && !p->pre.head && !p->post.head &&
 	       !p->ready.head;
 }
 
@@ -124,6 +139,7 @@ static int fence_upto(struct dbr_pipe *p, unsigned int *first,
 	ret = p->buf->prov->fence(p->buf, &ticket);
 	if (ret < 0)
 		return ret;
+	p->newest = ticket;
 	for (; *first < end; (*first)++)
 		p->pass[*first]->ticket = ticket;
 	return 0;
@@ -175,29 +191,56 @@ static void run_pass(struct dbr_pipe *p)
 		fail_copy(p, p->pass[i], ret);
 	p->st.copy_passes += !ret;
 	p->nr_pass = 0;
+	p->pass_bytes = 0;
 }
 
+/*
+ * The open pass gathers the copies of every I/O that needs one, from queue
+ * (writes) and from the ring (reads) alike, until maybe_run_pass sends it.
+ */
 static void add_to_pass(struct dbr_pipe *p, struct dbr_pio *io)
 {
 	if (p->nr_pass == p->depth)
 		run_pass(p);
 	p->pass[p->nr_pass++] = io;
+	p->pass_bytes += io->req.len;
 }
 
-/* Start the pre-copies of everything queued since the last fence. */
-static void fence_pre(struct dbr_pipe *p)
+/* Are copies of an earlier pass still running? (Tickets end in order.) */
+static bool copies_running(struct dbr_pipe *p)
 {
-	struct dbr_pio *io;
+	int ret;
 
-	if (!p->unfenced)
+	if (!p->newest)
+		return false;
+	ret = p->buf->prov->poll(p->buf, p->newest);
+	if (ret < 0) {
+		/* the I/O holding that ticket fail when they poll it */
+		p->newest = 0;
+		return false;
+	}
+	if (ret)
+		p->newest = 0;
+	return !ret;
+}
+
+/*
+ * Send the open pass when it is full, or when no earlier copy is running
+ * (Nagle's rule, for copy passes): while a pass runs, what fio queues or the
+ * ring finishes gathers into the next one, so pass size follows what the
+ * runtime can take rather than what one call of fio's happened to bring. A
+ * pass of one stays possible only while nothing else is in flight (iodepth
+ * 1, or an idle moment), and no copy ever waits on anything but a running
+ * copy, whose end sends it.
+ */
+static void maybe_run_pass(struct dbr_pipe *p)
+{
+	if (!p->nr_pass)
 		return;
-	for (io = p->pre.head; io; io = io->next)
-		if (io->nr_copies && !copies_after(io) && !io->ticket &&
-		    !io->error)
-			add_to_pass(p, io);
-	if (p->nr_pass)
-		run_pass(p);
-	p->unfenced = 0;
+	if (p->nr_pass < p->full_pass && p->pass_bytes < DBR_FENCE_BYTES &&
+	    copies_running(p))
+		return;
+	run_pass(p);
 }
 
 /*
@@ -271,7 +314,7 @@ int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io)
 
 	plan_copies(p, io);
 	if (io->nr_copies && !copies_after(io)) {
-		p->unfenced++;
+		add_to_pass(p, io);
 	} else if (!p->pre.head) {
 		ret = dbr_ring_queue(p->ring, &io->req);
 		if (ret < 0)
@@ -288,7 +331,7 @@ int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io)
 
 int dbr_pipe_commit_copies(struct dbr_pipe *p)
 {
-	fence_pre(p);
+	maybe_run_pass(p);
 	advance_pre(p);
 	return 0;
 }
@@ -309,7 +352,7 @@ static void set_result(struct dbr_pio *io)
 		io->resid = io->req.len - res;
 }
 
-/* Off the ring: reads that end in GPU memory join this reap's copy pass. */
+/* Off the ring: reads that end in GPU memory join the open copy pass. */
 static void finish_ring_io(struct dbr_pipe *p, struct dbr_pio *io)
 {
 	set_result(io);
@@ -322,7 +365,7 @@ static void finish_ring_io(struct dbr_pipe *p, struct dbr_pio *io)
 	add_to_pass(p, io);
 }
 
-/* Everything the ring has finished, with one copy pass for all of it. */
+/* Everything the ring has finished; reads' copies join the open pass. */
 static void reap_ring(struct dbr_pipe *p)
 {
 	struct dbr_req *done[64];
@@ -333,8 +376,6 @@ static void reap_ring(struct dbr_pipe *p)
 		for (i = 0; i < n; i++)
 			finish_ring_io(p, done[i]->owner);
 	} while (n == 64);
-	if (p->nr_pass)
-		run_pass(p);
 }
 
 static void advance_post(struct dbr_pipe *p)
@@ -364,13 +405,13 @@ static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
  * may finish, or the ring may finish I/O whose copies should start now
  * rather than after this one. 1 when either happened.
  */
-static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
+static int spin_both(struct dbr_pipe *p, uint64_t ticket)
 {
 	uint64_t t0 = gpu_now_ns();
 	int ret;
 
-	while (p->ring->inflight) {
-		ret = p->buf->prov->poll(p->buf, io->ticket);
+	while (dbr_ring_inflight(p->ring)) {
+		ret = p->buf->prov->poll(p->buf, ticket);
 		if (ret)
 			return ret;
 		if (dbr_ring_ready(p->ring))
@@ -379,6 +420,43 @@ static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
 			break;
 	}
 	return 0;
+}
+
+static uint64_t head_ticket(const struct dbr_pio *io)
+{
+	return io && !io->error ? io->ticket : 0;
+}
+
+/*
+ * The oldest fence anything waits on: a queue head's, else the newest pass's
+ * (the open pass waits for it). 0: no copy runs.
+ */
+static uint64_t wait_ticket(const struct dbr_pipe *p)
+{
+	uint64_t post = head_ticket(p->post.head);
+	uint64_t pre = head_ticket(p->pre.head);
+
+	if (post && pre)
+		return post < pre ? post : pre;
+	if (post || pre)
+		return post ? post : pre;
+	return p->newest;
+}
+
+/* Waiting for a fence failed: every I/O it covers fails, after the drain. */
+static void fail_fenced(struct dbr_pipe *p, uint64_t ticket, int err)
+{
+	struct dbr_pfifo *q[] = { &p->post, &p->pre };
+	struct dbr_pio *io;
+	unsigned int i;
+
+	drain(p);
+	for (i = 0; i < 2; i++)
+		for (io = q[i]->head; io; io = io->next)
+			if (io->ticket && io->ticket <= ticket && !io->error)
+				fail_copy(p, io, err);
+	if (p->newest <= ticket)
+		p->newest = 0;
 }
 
 /*
@@ -390,25 +468,24 @@ static int spin_both(struct dbr_pipe *p, struct dbr_pio *io)
  */
 static int wait_progress(struct dbr_pipe *p)
 {
-	struct dbr_pio *io = p->post.head ? p->post.head : p->pre.head;
+	uint64_t ticket = wait_ticket(p);
+	bool ring_busy = dbr_ring_inflight(p->ring);
 	long spin = p->buf->spin_ns;
 	int ret;
 
-	if (!io || !io->ticket || io->error)
-		return dbr_ring_submit(p->ring, p->ring->inflight ? 1 : 0);
+	if (!ticket)
+		return dbr_ring_submit(p->ring, ring_busy ? 1 : 0);
 	ret = dbr_ring_submit(p->ring, 0);
 	if (ret < 0)
 		return ret;
-	ret = spin_both(p, io);
-	if (!ret && p->ring->inflight)
+	ret = spin_both(p, ticket);
+	if (!ret && dbr_ring_inflight(p->ring))
 		return dbr_ring_wait_timeout(p->ring,
 					     spin > 0 ? spin : DBR_RING_NAP_NS);
 	if (!ret)
-		ret = p->buf->prov->wait(p->buf, io->ticket);
-	if (ret < 0) {
-		drain(p);
-		fail_copy(p, io, ret);
-	}
+		ret = p->buf->prov->wait(p->buf, ticket);
+	if (ret < 0)
+		fail_fenced(p, ticket, ret);
 	return 0;
 }
 
@@ -424,7 +501,7 @@ static bool wait_failed(int ret)
  */
 static inline int getevents_end(struct dbr_pipe *p, unsigned int n, int ret)
 {
-	if (!wait_failed(ret) && p->ring->unsubmitted)
+	if (!wait_failed(ret) && dbr_ring_unsubmitted(p->ring))
 		ret = dbr_ring_submit(p->ring, 0);
 	return n || !wait_failed(ret) ? (int)n : ret;
 }
@@ -468,7 +545,7 @@ int dbr_pipe_getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
 		if (wait_failed(ret))
 			break;
 		n += reap_direct(p, done + n, max - n);
-	} while (n < min && p->ring->inflight);
+	} while (n < min && dbr_ring_inflight(p->ring));
 	return getevents_end(p, n, ret);
 }
 
@@ -478,7 +555,7 @@ int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
 	unsigned int n = 0;
 	int ret = 0;
 
-	fence_pre(p);
+	maybe_run_pass(p);
 	for (;;) {
 		advance_pre(p);
 		/*
@@ -494,6 +571,7 @@ int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
 		/* hand over what an earlier reap left before reaping more */
 		if (!p->ready.head)
 			reap_ring(p);
+		maybe_run_pass(p);
 		advance_post(p);
 		n += collect(p, done + n, max - n);
 		if (n >= min || dbr_pipe_idle(p))

@@ -17,10 +17,14 @@
  *  - An I/O comes back exactly once, and never while a copy on its bytes may
  *    still run: after a failed copy call the stream is drained first.
  *
- * Copies go to the provider in passes: the copies of every I/O queued since
- * the last commit, or reaped in one go from the ring, are queued together,
- * in rounds (an I/O's second copy touches the bytes of its first, so it goes
- * in the next batch), and one fence covers up to DBR_FENCE_BYTES of them.
+ * Copies go to the provider in passes. A pass gathers the copies of every
+ * I/O that needs one, writes as fio queues them and reads as the ring
+ * finishes them, and goes to the runtime when it is full (half the depth, or
+ * DBR_FENCE_BYTES) or when no earlier pass is still running: so passes grow
+ * to what the GPU takes while one runs, whatever fio's batching options.
+ * A pass queues its copies in rounds (an I/O's second copy touches the bytes
+ * of its first, so it goes in the next batch), and one fence covers up to
+ * DBR_FENCE_BYTES of them.
  */
 #ifndef DBR_PIPELINE_H
 #define DBR_PIPELINE_H
@@ -32,8 +36,13 @@
 #include "provider.h"
 #include "ring.h"
 
-/* copies of one pass share a fence until they move this many bytes */
+/*
+ * copies of one pass share a fence until they move this many bytes, and a
+ * pass this large goes to the runtime at once
+ */
 #define DBR_FENCE_BYTES		(256u << 10)
+/* the most I/O a pass waits to gather (it goes at half the depth) */
+#define DBR_PASS_MAX		64u
 /* a sleep on the ring while copies run, when waits do not spin */
 #define DBR_RING_NAP_NS		20000L
 
@@ -83,9 +92,11 @@ struct dbr_pipe {
 	struct dbr_pfifo pre;	/* queued, not yet on the ring */
 	struct dbr_pfifo post;	/* off the ring, copies running */
 	struct dbr_pfifo ready;	/* done, not yet collected */
-	struct dbr_pio **pass;	/* the I/O of the copy pass being built */
+	struct dbr_pio **pass;	/* the open copy pass: I/O whose copies wait */
 	unsigned int nr_pass, depth;
-	unsigned int unfenced;	/* pre-copy I/O queued since the last fence */
+	size_t pass_bytes;	/* what the open pass moves */
+	unsigned int full_pass;	/* I/O that make a pass go at once */
+	uint64_t newest;	/* newest pass's fence, 0 once seen done */
 	struct dbr_pipe_stats st;
 };
 

@@ -13,7 +13,10 @@
  *    is pending;
  *  - bytes written from "GPU memory" reach the file, and reads land in "GPU
  *    memory" (a write pass, then a read pass that compares);
- *  - the counters: copies per I/O, passes, I/O failed by a copy.
+ *  - the counters: copies per I/O, passes, I/O failed by a copy;
+ *  - pass sizes: driven as fio drives it by default (a commit per I/O, a
+ *    collect of one), passes grow while copies run and stay single copies
+ *    only while the "GPU" is idle.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -568,6 +571,54 @@ static void run_sync_behind_slow_writes(void)
 	job_exit(&j);
 }
 
+/*
+ * fio's default batching, one I/O per commit and one per collect: copies of
+ * one op go to the runtime as a pass of several while an earlier pass runs
+ * (fences done only when waited for), but a write's at once, alone, when
+ * nothing runs (fences done at once).
+ */
+static void run_pass_growth(const char *name, int mode, enum dbr_op op)
+{
+	unsigned long passes, copies;
+	unsigned int b;
+	struct job j;
+	int slot;
+
+	job_init(&j, mode, false, 11);
+	for (b = 0; b < 4 * NR_BLOCKS; b++) {
+		while ((slot = free_slot(&j)) < 0)
+			collect(&j, 1);
+		j.io[slot] = (struct dbr_pio){
+			.req = { .op = op, .fd = j.fd, .len = BS,
+				 .off = (uint64_t)(b % NR_BLOCKS) * BS,
+				 .addr = (uintptr_t)j.buf.host +
+					 (size_t)slot * BS },
+			.off = (size_t)slot * BS,
+		};
+		j.qseq[slot] = ++j.next_seq;
+		j.busy[slot] = true;
+		CHECK(dbr_pipe_queue(&j.pipe, &j.io[slot]) == 0, "queued");
+		dbr_pipe_commit(&j.pipe);
+		dbr_pipe_submit(&j.pipe);
+	}
+	drain_job(&j);
+	passes = j.pipe.st.copy_passes;
+	copies = (unsigned long)fk.nr;
+	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
+	      j.came_back == 4 * NR_BLOCKS && !j.with_copy_pending,
+	      "%s: order kept, all back once, no copy pending", name);
+	if (mode & FAKE_STUCK)
+		CHECK(passes && copies >= 2 * passes &&
+		      passes <= fk.fences,
+		      "%s: a commit and a collect per I/O, copies running: %lu copies in %lu passes (>= 2 per pass)",
+		      name, copies, passes);
+	else
+		CHECK(passes == copies,
+		      "%s: nothing running, each copy goes at once: %lu copies in %lu passes",
+		      name, copies, passes);
+	job_exit(&j);
+}
+
 int main(void)
 {
 	int before = count_fds();
@@ -581,6 +632,9 @@ int main(void)
 	run_failures("failing+reordered", FAKE_REORDER | FAKE_LATE, 6);
 	run_no_copies(1);
 	run_no_copies(DEPTH);
+	run_pass_growth("writes, slow copies", FAKE_STUCK, DBR_OP_WRITE);
+	run_pass_growth("reads, slow copies", FAKE_STUCK, DBR_OP_READ);
+	run_pass_growth("writes, idle GPU", FAKE_IN_ORDER, DBR_OP_WRITE);
 	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",
 	      before, count_fds());
 	return check_done("test_pipeline");

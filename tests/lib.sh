@@ -167,6 +167,18 @@ submit_trace() {
 # a scratch file of SIZE (fio lays it out itself when absent)
 scratch_file() { echo "$TMPD/${1:-data}.bin"; }
 
+# use_zram SIZE: ZRAM=/dev/zram0 set to SIZE, where the kernel has zram and
+# nobody uses it (disksize 0), reset at exit; else ZRAM is empty. A block
+# device whose O_DIRECT I/O completes inline, in the submitting thread.
+use_zram() {
+	local z=/sys/block/zram0
+	ZRAM=
+	[ -w "$z/disksize" ] && [ "$(cat "$z/disksize")" = 0 ] || return 1
+	echo "$1" >"$z/disksize" 2>/dev/null || return 1
+	at_exit "echo 1 >$z/reset"
+	ZRAM=/dev/zram0
+}
+
 # a loop block device over a scratch file; prints the device
 loop_dev() {
 	local size=${1:-64M} img=$TMPD/loop-$RANDOM.img dev

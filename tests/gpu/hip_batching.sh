@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Copy passes under fio's default batching (one io_u per commit, one per
+# reap), on a target whose I/O is fast, through the HIP double's
+# asynchronous copies: 4k random writes and reads at iodepth 32 must send
+# several copies per runtime call, not one (the end-of-job line's "N GPU
+# copies in M runtime calls"). A structural check, not a timed one: it reads
+# counts, never rates.
+. "$(dirname "$0")/../lib.sh"
+
+use_hip_double
+
+# the fastest target here: zram (inline completions, as an NVMe drive's come
+# fast), else a file in memory
+if use_zram 64M; then
+	target=$ZRAM
+	run_ok fill --name=fill --filename="$target" --bs=1m --rw=write \
+		--direct=1 --gpu=host --transfer=bounce --refill_buffers=1
+else
+	target=/dev/shm/dbr-batching-$$.bin
+	at_exit "rm -f $target"
+	log "no free zram device: a file in /dev/shm"
+	truncate -s 64M "$target"
+fi
+
+# copies_per_call NAME FIO-ARGS...: the thread's copies / runtime calls
+per_call() {
+	local name=$1 out=$TMPD/$1.out
+	shift
+	dbr_fio --name="$name" --filename="$target" --size=64m --bs=4k \
+		--iodepth=32 --direct=1 --gpu=hip --transfer=bounce --thread \
+		--time_based --runtime=1 "$@" >"$out" 2>&1 ||
+		{ show_failure "$out" >&2; echo 0; return; }
+	sed -n 's/.* thread 0: .* \([0-9]*\) GPU copies in \([0-9]*\) runtime calls.*/\1 \2/p' "$out" |
+		awk '$2 > 0 { printf "%.2f", $1 / $2; exit } END { if (!NR) print 0 }'
+}
+
+for rw in randwrite randread randrw; do
+	r=$(per_call "$rw" --rw="$rw")
+	if awk -v r="$r" 'BEGIN { exit !(r >= 3) }'; then
+		pass "$rw 4k qd32, fio's default batching, on $target: $r copies per runtime call"
+	else
+		fail "$rw 4k qd32, fio's default batching, on $target: $r copies per runtime call (want >= 3)"
+	fi
+done
+
+finish

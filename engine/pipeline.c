@@ -55,7 +55,8 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		.buf	= buf,
 		.p2p	= p2p,
 		.sync	= sync,
-		.copies	= !buf->host_is_device,
+		/* p2p without gpu_sync plans no copy: the direct path */
+		.copies	= !buf->host_is_device && (!p2p || sync),
 		.depth	= depth ? depth : 1,
 	};
 	p->full_pass = pass_threshold(p->depth);

@@ -523,6 +523,35 @@ static void run_no_copies(unsigned int max)
 	job_exit(&j);
 }
 
+/*
+ * Which pipelines have a copy stage: device memory with bounce, or with p2p
+ * and gpu_sync; p2p without gpu_sync plans no copy and takes the direct path
+ * off the ring, as host memory does.
+ */
+static void run_copy_stage(void)
+{
+	static const struct { bool host, p2p, sync, copies; } c[] = {
+		{ false, false, false, true }, { false, false, true, true },
+		{ false, true, true, true }, { false, true, false, false },
+		{ true, false, false, false }, { true, true, true, false },
+	};
+	unsigned int i;
+	struct job j;
+
+	job_init(&j, FAKE_IN_ORDER, false, 9);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		dbr_pipe_exit(&j.pipe);
+		j.buf.host_is_device = c[i].host;
+		CHECK(dbr_pipe_init(&j.pipe, &j.ring, &j.buf, DEPTH, c[i].p2p,
+				    c[i].sync) == 0 &&
+		      j.pipe.copies == c[i].copies,
+		      "%s memory, %s, gpu_sync=%d: %s", c[i].host ? "host" : "device",
+		      c[i].p2p ? "p2p" : "bounce", c[i].sync,
+		      c[i].copies ? "copy stage" : "direct path, no copy stage");
+	}
+	job_exit(&j);
+}
+
 /* Random writes, reads and syncs with copies that fail now and then. */
 static void run_failures(const char *name, int mode, unsigned int seed)
 {
@@ -632,6 +661,7 @@ int main(void)
 	run_failures("failing+reordered", FAKE_REORDER | FAKE_LATE, 6);
 	run_no_copies(1);
 	run_no_copies(DEPTH);
+	run_copy_stage();
 	run_pass_growth("writes, slow copies", FAKE_STUCK, DBR_OP_WRITE);
 	run_pass_growth("reads, slow copies", FAKE_STUCK, DBR_OP_READ);
 	run_pass_growth("writes, idle GPU", FAKE_IN_ORDER, DBR_OP_WRITE);

@@ -18,8 +18,15 @@ IOURING_OPTIONS = {"registerfiles", "sqthread_poll", "sqthread_poll_cpu",
                    "fixedbufs", "hipri", "nonvectored", "uncached",
                    "nowait", "force_async"}
 
-# The engines a case can run on. 'dbr' is this engine.
-IMPLS = ("dbr", "io_uring", "libcufile", "libcufile-posix")
+# The engines a case can run on. 'dbr' is this engine; 'dbr-host' the same
+# job on host memory (gpu=host: no GPU, no copies), the bounce path's own
+# ceiling on a given target.
+IMPLS = ("dbr", "dbr-host", "io_uring", "libcufile", "libcufile-posix")
+
+
+def is_dbr(impl):
+    """Does this implementation run this engine?"""
+    return impl in ("dbr", "dbr-host")
 
 
 class JobFileError(Exception):
@@ -90,6 +97,8 @@ def impl_overrides(impl, engine_path):
     drop from it."""
     if impl == "dbr":
         return {"ioengine": "external:" + engine_path}, set()
+    if impl == "dbr-host":
+        return {"ioengine": "external:" + engine_path, "gpu": "host"}, set()
     if impl == "io_uring":
         # fio's own engine at its best on host memory: fixed buffers and
         # registered files, as the overhead comparison asks

@@ -290,7 +290,7 @@ def regression_line(r):
 
 # -------------------------------------------------------------------- plot
 
-IMPL_COLOURS = {"dbr": "#1f77b4", "io_uring": "#ff7f0e",
+IMPL_COLOURS = {"dbr": "#1f77b4", "dbr-host": "#9467bd", "io_uring": "#ff7f0e",
                 "libcufile": "#2ca02c", "libcufile-posix": "#98df8a"}
 PCT_STYLE = (("clat_p50_us", "p50", "#444444", 4),
              ("clat_p99_us", "p99", "#d62728", 4),

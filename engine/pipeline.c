@@ -33,9 +33,9 @@ static struct dbr_pio *pfifo_pop(struct dbr_pfifo *q)
 }
 
 /*
- * A pass of this many I/O goes to the runtime at once, whatever else is in
- * flight: half the depth, so that two passes can be in flight and a pass's
- * copies overlap the next one's I/O (see maybe_run_pass).
+ * A pass of this many I/O goes to the runtime at once: half the depth, so
+ * that two passes can be in flight and one's copies overlap the I/O of the
+ * other (see add_to_pass).
  */
 static unsigned int pass_threshold(unsigned int depth)
 {
@@ -140,7 +140,6 @@ static int fence_upto(struct dbr_pipe *p, unsigned int *first,
 	ret = p->buf->prov->fence(p->buf, &ticket);
 	if (ret < 0)
 		return ret;
-	p->newest = ticket;
 	for (; *first < end; (*first)++)
 		p->pass[*first]->ticket = ticket;
 	return 0;
@@ -196,52 +195,32 @@ static void run_pass(struct dbr_pipe *p)
 }
 
 /*
- * The open pass gathers the copies of every I/O that needs one, from queue
- * (writes) and from the ring (reads) alike, until maybe_run_pass sends it.
+ * The open pass gathers the copies of every I/O that needs one, writes as
+ * they are queued and reads as the ring finishes them. It goes to the
+ * runtime when it is full (add_to_pass) or when the engine is about to wait
+ * (dbr_pipe_getevents_copies), never otherwise: fio queues io_us one at a
+ * time and then reaps, and always reaps before it sleeps (thinktime, rate)
+ * or ends. While earlier passes still hand back I/O the open one grows, so
+ * passes settle at full size, two in flight at the usual depths: one runs
+ * while fio works on what the other handed back.
  */
+static bool pass_full(const struct dbr_pipe *p)
+{
+	return p->nr_pass >= p->full_pass || p->pass_bytes >= DBR_FENCE_BYTES;
+}
+
 static void add_to_pass(struct dbr_pipe *p, struct dbr_pio *io)
 {
-	if (p->nr_pass == p->depth)
-		run_pass(p);
 	p->pass[p->nr_pass++] = io;
 	p->pass_bytes += io->req.len;
+	if (pass_full(p))
+		run_pass(p);
 }
 
-/* Are copies of an earlier pass still running? (Tickets end in order.) */
-static bool copies_running(struct dbr_pipe *p)
+static void flush_pass(struct dbr_pipe *p)
 {
-	int ret;
-
-	if (!p->newest)
-		return false;
-	ret = p->buf->prov->poll(p->buf, p->newest);
-	if (ret < 0) {
-		/* the I/O holding that ticket fail when they poll it */
-		p->newest = 0;
-		return false;
-	}
-	if (ret)
-		p->newest = 0;
-	return !ret;
-}
-
-/*
- * Send the open pass when it is full, or when no earlier copy is running
- * (Nagle's rule, for copy passes): while a pass runs, what fio queues or the
- * ring finishes gathers into the next one, so pass size follows what the
- * runtime can take rather than what one call of fio's happened to bring. A
- * pass of one stays possible only while nothing else is in flight (iodepth
- * 1, or an idle moment), and no copy ever waits on anything but a running
- * copy, whose end sends it.
- */
-static void maybe_run_pass(struct dbr_pipe *p)
-{
-	if (!p->nr_pass)
-		return;
-	if (p->nr_pass < p->full_pass && p->pass_bytes < DBR_FENCE_BYTES &&
-	    copies_running(p))
-		return;
-	run_pass(p);
+	if (p->nr_pass)
+		run_pass(p);
 }
 
 /*
@@ -332,7 +311,6 @@ int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io)
 
 int dbr_pipe_commit_copies(struct dbr_pipe *p)
 {
-	maybe_run_pass(p);
 	advance_pre(p);
 	return 0;
 }
@@ -428,10 +406,7 @@ static uint64_t head_ticket(const struct dbr_pio *io)
 	return io && !io->error ? io->ticket : 0;
 }
 
-/*
- * The oldest fence anything waits on: a queue head's, else the newest pass's
- * (the open pass waits for it). 0: no copy runs.
- */
+/* The oldest fence a queue head waits on; 0: none. */
 static uint64_t wait_ticket(const struct dbr_pipe *p)
 {
 	uint64_t post = head_ticket(p->post.head);
@@ -439,9 +414,7 @@ static uint64_t wait_ticket(const struct dbr_pipe *p)
 
 	if (post && pre)
 		return post < pre ? post : pre;
-	if (post || pre)
-		return post ? post : pre;
-	return p->newest;
+	return post ? post : pre;
 }
 
 /* Waiting for a fence failed: every I/O it covers fails, after the drain. */
@@ -456,8 +429,6 @@ static void fail_fenced(struct dbr_pipe *p, uint64_t ticket, int err)
 		for (io = q[i]->head; io; io = io->next)
 			if (io->ticket && io->ticket <= ticket && !io->error)
 				fail_copy(p, io, err);
-	if (p->newest <= ticket)
-		p->newest = 0;
 }
 
 /*
@@ -556,7 +527,6 @@ int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
 	unsigned int n = 0;
 	int ret = 0;
 
-	maybe_run_pass(p);
 	for (;;) {
 		advance_pre(p);
 		/*
@@ -572,11 +542,15 @@ int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
 		/* hand over what an earlier reap left before reaping more */
 		if (!p->ready.head)
 			reap_ring(p);
-		maybe_run_pass(p);
 		advance_post(p);
 		n += collect(p, done + n, max - n);
 		if (n >= min || dbr_pipe_idle(p))
 			break;
+		/* about to wait: nothing may wait on a copy not yet sent */
+		if (p->nr_pass) {
+			flush_pass(p);
+			continue;
+		}
 		ret = wait_progress(p);
 		if (wait_failed(ret))
 			break;

@@ -20,8 +20,8 @@
  * Copies go to the provider in passes. A pass gathers the copies of every
  * I/O that needs one, writes as fio queues them and reads as the ring
  * finishes them, and goes to the runtime when it is full (half the depth, or
- * DBR_FENCE_BYTES) or when no earlier pass is still running: so passes grow
- * to what the GPU takes while one runs, whatever fio's batching options.
+ * DBR_FENCE_BYTES) or when the engine is about to wait: so passes grow to
+ * full size whatever fio's batching options (see add_to_pass).
  * A pass queues its copies in rounds (an I/O's second copy touches the bytes
  * of its first, so it goes in the next batch), and one fence covers up to
  * DBR_FENCE_BYTES of them.
@@ -96,7 +96,6 @@ struct dbr_pipe {
 	unsigned int nr_pass, depth;
 	size_t pass_bytes;	/* what the open pass moves */
 	unsigned int full_pass;	/* I/O that make a pass go at once */
-	uint64_t newest;	/* newest pass's fence, 0 once seen done */
 	struct dbr_pipe_stats st;
 };
 

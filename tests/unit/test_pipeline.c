@@ -600,11 +600,68 @@ static void run_sync_behind_slow_writes(void)
 	job_exit(&j);
 }
 
+/* Queue one I/O of op on block b, commit and submit it, as fio does. */
+static void queue_committed(struct job *j, enum dbr_op op, unsigned int b)
+{
+	int slot = free_slot(j);
+
+	j->io[slot] = (struct dbr_pio){
+		.req = { .op = op, .fd = j->fd, .len = BS,
+			 .off = (uint64_t)b * BS,
+			 .addr = (uintptr_t)j->buf.host + (size_t)slot * BS },
+		.off = (size_t)slot * BS,
+	};
+	j->qseq[slot] = ++j->next_seq;
+	j->busy[slot] = true;
+	CHECK(dbr_pipe_queue(&j->pipe, &j->io[slot]) == 0, "queued");
+	dbr_pipe_commit(&j->pipe);
+	dbr_pipe_submit(&j->pipe);
+}
+
 /*
- * fio's default batching, one I/O per commit and one per collect: copies of
- * one op go to the runtime as a pass of several while an earlier pass runs
- * (fences done only when waited for), but a write's at once, alone, when
- * nothing runs (fences done at once).
+ * When a pass goes: a pass below full size waits while the engine need not
+ * (commits, a reap that has what it needs), goes at once when full, and goes
+ * before the engine waits, so no copy waits on anything but running copies.
+ */
+static void run_pass_rule(enum dbr_op op)
+{
+	const char *what = op == DBR_OP_WRITE ? "writes" : "reads";
+	unsigned int full, i;
+	struct dbr_pio *done[DEPTH];
+	struct job j;
+	int n;
+
+	job_init(&j, FAKE_STUCK, false, 13);
+	full = j.pipe.full_pass;
+	for (i = 0; i + 1 < full; i++)
+		queue_committed(&j, op, i);
+	n = dbr_pipe_getevents(&j.pipe, done, 0, DEPTH);
+	CHECK(n == 0 && j.pipe.st.copy_passes == 0 && fk.nr == 0,
+	      "%s: %u committed and a reap that need not wait: no copy sent (%lu passes)",
+	      what, full - 1, j.pipe.st.copy_passes);
+	queue_committed(&j, op, i++);
+	if (op == DBR_OP_READ)
+		dbr_pipe_getevents(&j.pipe, done, 0, DEPTH);
+	CHECK(j.pipe.st.copy_passes == 1 && fk.nr == full,
+	      "%s: the %uth fills the pass, sent at once: %lu pass of %u copies",
+	      what, full, j.pipe.st.copy_passes, fk.nr);
+	queue_committed(&j, op, i++);
+	collect(&j, 1);
+	CHECK(j.pipe.st.copy_passes == 2 && fk.nr == full + 1,
+	      "%s: one more, then a reap that must wait: sent before the wait (%lu passes, %u copies)",
+	      what, j.pipe.st.copy_passes, fk.nr);
+	drain_job(&j);
+	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
+	      j.came_back == full + 1 && !j.with_copy_pending,
+	      "%s: then all %lu back once, in order, none with a copy pending",
+	      what, j.came_back);
+	job_exit(&j);
+}
+
+/*
+ * fio's default batching, one I/O per commit and one per collect: the reads
+ * the ring finished since the engine last waited go to the runtime as one
+ * pass, with slow copies and with copies done at once.
  */
 static void run_pass_growth(const char *name, int mode, enum dbr_op op)
 {
@@ -636,15 +693,9 @@ static void run_pass_growth(const char *name, int mode, enum dbr_op op)
 	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
 	      j.came_back == 4 * NR_BLOCKS && !j.with_copy_pending,
 	      "%s: order kept, all back once, no copy pending", name);
-	if (mode & FAKE_STUCK)
-		CHECK(passes && copies >= 2 * passes &&
-		      passes <= fk.fences,
-		      "%s: a commit and a collect per I/O, copies running: %lu copies in %lu passes (>= 2 per pass)",
-		      name, copies, passes);
-	else
-		CHECK(passes == copies,
-		      "%s: nothing running, each copy goes at once: %lu copies in %lu passes",
-		      name, copies, passes);
+	CHECK(passes && copies >= 2 * passes && passes <= fk.fences,
+	      "%s: a commit and a collect per I/O: %lu copies in %lu passes (>= 2 per pass)",
+	      name, copies, passes);
 	job_exit(&j);
 }
 
@@ -662,9 +713,10 @@ int main(void)
 	run_no_copies(1);
 	run_no_copies(DEPTH);
 	run_copy_stage();
-	run_pass_growth("writes, slow copies", FAKE_STUCK, DBR_OP_WRITE);
+	run_pass_rule(DBR_OP_WRITE);
+	run_pass_rule(DBR_OP_READ);
 	run_pass_growth("reads, slow copies", FAKE_STUCK, DBR_OP_READ);
-	run_pass_growth("writes, idle GPU", FAKE_IN_ORDER, DBR_OP_WRITE);
+	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
 	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",
 	      before, count_fds());
 	return check_done("test_pipeline");

@@ -70,7 +70,6 @@ struct dbr_options {
 	unsigned int force_async;
 	char *stats_file;
 	char *spin_us;
-	unsigned int tallied;	/* not an option: the thread's results counted */
 };
 
 static int str_sqpoll_cpu_cb(void *data, unsigned long long *val)
@@ -255,9 +254,8 @@ struct dbr_data {
 	unsigned int nr_queued;
 	unsigned int prepped;	/* force_async: requests since the last async one */
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
-	bool placed;		/* prov probed and buf.dev_id settled */
 	int stats_fd;		/* gpu_stats_file, or -1 */
-	long spin_ns;		/* gpu_spin_us, else gpu_spin_ns() */
+	bool ended;		/* dbr_end ran: results counted, all released */
 	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
 };
 
@@ -334,7 +332,7 @@ static void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
 	char said[160];
 	cpu_set_t set;
 
-	if (dbr_cpus_plan(td, o->gpu_cpus == DBR_CPUS_AUTO, dd->prov,
+	if (dbr_cpus_plan(td, o->gpu_cpus == DBR_CPUS_AUTO, dd->buf.prov,
 			  dd->buf.dev_id, &set, said, sizeof(said)) < 0) {
 		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
 		return;
@@ -355,12 +353,12 @@ static bool dbr_dev_ids_auto(const struct dbr_options *o)
 }
 
 /* gpu_dev_ids=auto: the device planned for td, and the job's line once */
-static int dbr_pick_auto(struct thread_data *td, struct dbr_data *dd,
-			 int count)
+static int dbr_pick_auto(struct thread_data *td,
+			 const struct gpu_provider *prov, int count, int *dev)
 {
 	struct dbr_options *o = td->eo;
 	struct dbr_auto_ask ask = {
-		.prov		= dd->prov,
+		.prov		= prov,
 		.count		= count,
 		.gpu		= gpu_names[o->gpu],
 		.cpus_auto	= o->gpu_cpus == DBR_CPUS_AUTO,
@@ -368,7 +366,7 @@ static int dbr_pick_auto(struct thread_data *td, struct dbr_data *dd,
 	char line[1024];
 	int ret;
 
-	ret = dbr_place_auto(td, &ask, &dd->buf.dev_id, line,
+	ret = dbr_place_auto(td, &ask, dev, line,
 			     dbr_first_thread(td) ? sizeof(line) : 0);
 	if (ret < 0)
 		return dbr_fail(td, -ret, "gpu_dev_ids", strerror(-ret));
@@ -377,46 +375,49 @@ static int dbr_pick_auto(struct thread_data *td, struct dbr_data *dd,
 	return 0;
 }
 
-static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
+/* The provider gpu= names and the device of this thread on it. */
+static int dbr_pick_provider(struct thread_data *td,
+			     const struct gpu_provider **provp, int *dev)
 {
 	struct dbr_options *o = td->eo;
-	int ids[DBR_MAX_DEV_IDS], nr, count, dev;
+	const struct gpu_provider *prov;
+	int ids[DBR_MAX_DEV_IDS], nr, count;
 	char why[512] = "", msg[640];
 
 	if (o->gpu == DBR_GPU_AUTO) {
-		dd->prov = gpu_provider_auto(why, sizeof(why));
+		prov = gpu_provider_auto(why, sizeof(why));
 		if (dbr_first_thread(td) && why[0])
 			dbr_info("%s: gpu=auto -> %s (%s)", td->o.name,
-				 dd->prov->name, why);
+				 prov->name, why);
 		why[0] = '\0';
 	} else
-		dd->prov = gpu_provider_by_name(gpu_names[o->gpu]);
-	if (!dd->prov) {
+		prov = gpu_provider_by_name(gpu_names[o->gpu]);
+	if (!prov) {
 		snprintf(msg, sizeof(msg), "gpu=%s: provider not compiled in; rebuild with ./configure --with-%s, or use gpu=host",
 			 gpu_names[o->gpu], gpu_names[o->gpu]);
 		return dbr_fail(td, ENOTSUP, "gpu provider", msg);
 	}
-	count = dd->prov->probe(why, sizeof(why));
+	count = prov->probe(why, sizeof(why));
 	if (count <= 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: %s; use gpu=host to run without a GPU",
-			 dd->prov->name, why[0] ? why : "no usable device");
+			 prov->name, why[0] ? why : "no usable device");
 		return dbr_fail(td, count ? -count : ENODEV, "gpu provider",
 				msg);
 	}
+	*provp = prov;
 	if (dbr_dev_ids_auto(o))
-		return dbr_pick_auto(td, dd, count);
+		return dbr_pick_auto(td, prov, count, dev);
 	nr = dbr_parse_dev_ids(o->gpu_dev_ids, ids, DBR_MAX_DEV_IDS, msg,
 			       sizeof(msg));
 	if (nr < 0)
 		return dbr_fail(td, EINVAL, "gpu_dev_ids", msg);
-	dev = dbr_pick_dev(ids, nr, td->subjob_number);
-	if (dev >= count) {
+	*dev = dbr_pick_dev(ids, nr, td->subjob_number);
+	if (*dev >= count) {
 		snprintf(msg, sizeof(msg), "gpu_dev_ids=%s: device %d does not exist, gpu=%s sees %d device%s (0..%d); fix gpu_dev_ids",
-			 o->gpu_dev_ids, dev, dd->prov->name, count,
+			 o->gpu_dev_ids, *dev, prov->name, count,
 			 count == 1 ? "" : "s", count - 1);
 		return dbr_fail(td, ENODEV, "gpu_dev_ids", msg);
 	}
-	dd->buf.dev_id = dev;
 	return 0;
 }
 /* First file that p2p cannot register against, or NULL. */
@@ -516,7 +517,7 @@ static int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd)
 	struct thread_options *to = &td->o;
 	struct dbr_sync_job j = {
 		.setting	= o->gpu_sync,
-		.copies		= dd->prov != &gpu_host_provider,
+		.copies		= dd->buf.prov != &gpu_host_provider,
 		.verify		= to->verify != VERIFY_NONE,
 		.writes		= td_write(td),
 		.buf = {
@@ -603,7 +604,7 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 	return 0;
 }
 
-static void dbr_cleanup(struct thread_data *td);
+static void dbr_end(struct thread_data *td, struct dbr_data *dd);
 
 /* gpu_stats_file, else $DBR_GPU_STATS_FILE: opened now so a bad path stops
  * the job before it runs, not after */
@@ -628,16 +629,16 @@ static int dbr_open_stats(struct thread_data *td, struct dbr_data *dd)
 }
 
 /* gpu_spin_us, else $DBR_GPU_SPIN_US or the default (gpu_spin_ns) */
-static int dbr_pick_spin(struct thread_data *td, struct dbr_data *dd)
+static int dbr_pick_spin(struct thread_data *td, long *spin_ns)
 {
 	struct dbr_options *o = td->eo;
 	char msg[256];
 	int ret;
 
-	dd->spin_ns = gpu_spin_ns();
+	*spin_ns = gpu_spin_ns();
 	if (!o->spin_us)
 		return 0;
-	ret = dbr_parse_spin_us(o->spin_us, &dd->spin_ns, msg, sizeof(msg));
+	ret = dbr_parse_spin_us(o->spin_us, spin_ns, msg, sizeof(msg));
 	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
 }
 
@@ -645,7 +646,10 @@ static int dbr_init(struct thread_data *td)
 {
 	struct dbr_options *o = td->eo;
 	enum dbr_transfer xfer = o->transfer;
+	const struct gpu_provider *prov;
 	struct dbr_data *dd;
+	long spin_ns;
+	int dev;
 
 	dd = calloc(1, sizeof(*dd));
 	if (!dd)
@@ -658,7 +662,7 @@ static int dbr_init(struct thread_data *td)
 		goto err;
 	}
 	dbr_tally_join(dbr_run_of(td), dbr_run_threads());
-	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, dd))
+	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, &spin_ns))
 		goto err;
 	/* option mistakes first, then what the machine cannot do */
 	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer))
@@ -668,15 +672,15 @@ static int dbr_init(struct thread_data *td)
 	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
-	if (dbr_pick_provider(td, dd))
+	if (dbr_pick_provider(td, &prov, &dev))
 		goto err;
-	dd->placed = true;
+	gpu_buf_init(&dd->buf, prov, dev, spin_ns);
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, dd) || dbr_setup_ring(td, dd))
 		goto err;
 	return 0;
 err:
-	dbr_cleanup(td);
+	dbr_end(td, dd);
 	return 1;
 }
 
@@ -686,31 +690,30 @@ err:
 static int dbr_export(struct thread_data *td, struct dbr_data *dd)
 {
 	char msg[640];
-	int ret = dd->prov->export_dmabuf(&dd->buf);
+	const struct gpu_provider *prov = dd->buf.prov;
+	int ret = prov->export_dmabuf(&dd->buf);
 
 	if (!ret)
 		return 0;
 	snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce, or run 'dmabuf-doctor --gpu %s' on the target for the full check",
-		 dd->prov->name, dd->buf.size >> 20,
-		 dd->buf.why[0] ? dd->buf.why : strerror(-ret), dd->prov->name);
+		 prov->name, dd->buf.size >> 20,
+		 dd->buf.why[0] ? dd->buf.why : strerror(-ret), prov->name);
 	return dbr_fail(td, -ret, "dma-buf export", msg);
 }
 
 static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 {
 	struct dbr_data *dd = td->io_ops_data;
-	const struct gpu_provider *prov = dd->prov;
+	const struct gpu_provider *prov = dd->buf.prov;
 	char msg[384];
 	int ret;
 
-	gpu_buf_init(&dd->buf, prov, dd->buf.dev_id, total_mem);
-	dd->buf.spin_ns = dd->spin_ns;
-	ret = dbr_check_reg_bytes(dd->buf.size,
+	ret = dbr_check_reg_bytes(gpu_buf_round(total_mem),
 				  (size_t)td->o.iodepth * td_max_bs(td),
 				  msg, sizeof(msg));
 	if (ret)
 		return dbr_fail(td, -ret, "iomem_alloc", msg);
-	ret = gpu_buf_alloc(&dd->buf, dd->nr_ios);
+	ret = gpu_buf_alloc(&dd->buf, total_mem, dd->nr_ios);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
 			 prov->name, dd->buf.size >> 20, dd->buf.dev_id,
@@ -787,7 +790,7 @@ static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
  * fio's data, not whatever the allocator left there. */
 static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 {
-	const struct gpu_provider *prov = dd->prov;
+	const struct gpu_provider *prov = dd->buf.prov;
 	uint64_t ticket;
 	char msg[256];
 	int ret;
@@ -814,7 +817,7 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
 	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s%s%s",
-		 td->o.name, dd->prov->name, dd->buf.dev_id,
+		 td->o.name, dd->buf.prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
 		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
@@ -866,7 +869,7 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 		return dbr_fail(td, -ret, "register file", msg);
 	}
 	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s%s failed: %s%s",
-		 dd->buf.size >> 20, dd->prov->name, f->file_name,
+		 dd->buf.size >> 20, dd->buf.prov->name, f->file_name,
 		 dd->ring.nr_files ? " (and the file, registerfiles)" : "",
 		 strerror(-ret),
 		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
@@ -1096,8 +1099,8 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->group = td->groupid;
 	r->pid = getpid();
 	r->dev = -1;
-	if (dd->placed)
-		dbr_result_set_gpu(r, dd->prov, dd->buf.dev_id);
+	if (dd->buf.prov)
+		dbr_result_set_gpu(r, dd->buf.prov, dd->buf.dev_id);
 	r->p2p = dd->p2p;
 	for (d = 0; d < DBR_NR_DIRS; d++) {
 		r->bytes[d] = td->io_bytes[ddir[d]];
@@ -1139,16 +1142,12 @@ static void dbr_say_sums(const struct dbr_gpu_sum *s, int n, bool more)
  */
 static void dbr_end_results(struct thread_data *td, struct dbr_data *dd)
 {
-	struct dbr_options *o = td->eo;
 	struct dbr_gpu_sum *sums;
 	struct dbr_result r;
 	char run[48];
 	bool more = false;
 	int n, ret;
 
-	if (!o || o->tallied)
-		return;
-	o->tallied = 1;
 	/* a thread with stats_fd joined the run in init: the run id is set */
 	if (dd)
 		dbr_result_of(td, dd, &r);
@@ -1167,14 +1166,16 @@ static void dbr_end_results(struct thread_data *td, struct dbr_data *dd)
 	free(sums);
 }
 
-static void dbr_cleanup(struct thread_data *td)
+/*
+ * The thread's end, once: its results counted and said, then everything it
+ * holds released. A failed init ends the thread at once; fio's cleanup then
+ * finds it ended and frees the state alone.
+ */
+static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 {
-	struct dbr_data *dd = td->io_ops_data;
-
-	if (!dd) {
-		dbr_end_results(td, NULL);
+	if (dd->ended)
 		return;
-	}
+	dd->ended = true;
 	dbr_say_counts(td, dd);
 	dbr_end_results(td, dd);
 	if (dd->stats_fd >= 0)
@@ -1184,6 +1185,18 @@ static void dbr_cleanup(struct thread_data *td)
 	if (dd->pipe_ready)
 		dbr_pipe_exit(&dd->pipe);
 	dbr_ring_exit(&dd->ring);
+}
+
+/* dd NULL: init never ran (or got no memory), the thread counts all the same */
+static void dbr_cleanup(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+
+	if (!dd) {
+		dbr_end_results(td, NULL);
+		return;
+	}
+	dbr_end(td, dd);
 	dbr_free_state(dd);
 	td->io_ops_data = NULL;
 }

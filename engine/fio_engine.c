@@ -5,67 +5,30 @@
  *
  *   ioengine=external:/path/to/libdmabuf_uring.so
  *
- * This file only translates between fio and the fio-free units: ring.c (the
- * io_uring side), pipeline.c (the stages an I/O passes: copies before, the
- * ring, copies after), config.c (checks), target.c (what a file is) and gpu/
- * (the memory providers). It reads top to bottom like the engine's life cycle:
- * options, init (provider, device placement), iomem_alloc, post_init, open_file, queue, commit,
- * getevents, event, close_file, iomem_free, cleanup (and the per-GPU results).
+ * This file holds the option table, the hooks and the ops table, and only
+ * translates between fio and the fio-free units: ring.c (the io_uring side),
+ * pipeline.c (the stages an I/O passes: copies before, the ring, copies
+ * after), config.c (checks), target.c (what a file is) and gpu/ (the memory
+ * providers). The rest of the fio side sits beside it (dbr_fio.h): settle.c
+ * settles a thread's settings at init, placement.c and peers.c plan across
+ * the threads of the run, report.c says what a thread did at its end. It
+ * reads top to bottom like the engine's life cycle: options, init,
+ * iomem_alloc, post_init, open_file, queue, commit, getevents, event,
+ * close_file, iomem_free, cleanup.
  */
 #include <errno.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "fio.h"
+#include "dbr_fio.h"
 #include "optgroup.h"
-#include "verify.h"
-
-#include "dbr_config.h"
-#include "pipeline.h"
-#include "provider.h"
+#include "peers.h"
 #include "results.h"
-#include "ring.h"
-#include "target.h"
-#include "topology.h"
-
-#define DBR_NAME	"dmabuf_uring"
 
 /* ------------------------------------------------------------------------ */
 /* options                                                                  */
-
-enum dbr_gpu_choice {
-	DBR_GPU_AUTO,
-	DBR_GPU_CUDA,
-	DBR_GPU_HIP,
-	DBR_GPU_HOST,
-};
-
-enum dbr_gpu_cpus {
-	DBR_CPUS_NONE,
-	DBR_CPUS_AUTO,
-};
-
-struct dbr_options {
-	void *pad;		/* fio keeps its td pointer here */
-	unsigned int gpu;
-	char *gpu_dev_ids;
-	unsigned int gpu_cpus;
-	unsigned int transfer;
-	unsigned int gpu_sync;
-	unsigned int registerfiles;
-	unsigned int sqpoll;
-	unsigned int sqpoll_cpu;
-	unsigned int sqpoll_cpu_set;
-	unsigned int hipri;
-	unsigned int force_async;
-	char *stats_file;
-	char *spin_us;
-	unsigned int tallied;	/* not an option: the thread's results counted */
-};
 
 static int str_sqpoll_cpu_cb(void *data, unsigned long long *val)
 {
@@ -229,944 +192,7 @@ static struct fio_option options[] = {
 };
 
 /* ------------------------------------------------------------------------ */
-/* per-thread state                                                         */
-
-struct dbr_data {
-	struct dbr_ring ring;
-	struct gpu_buf buf;
-	struct dbr_pipe pipe;
-	bool pipe_ready;
-	const struct gpu_provider *prov;
-	bool p2p;		/* registered dma-buf per file, else host slot 0 */
-	bool sync;		/* gpu_sync resolved */
-	bool host_registered;
-	bool *slot_live;	/* p2p: slot per file installed */
-	unsigned int nr_slots;	/* files: fixed-file slots, for p2p buffer slots */
-	struct dbr_pio *ios;	/* indexed by io_u->index */
-	unsigned int nr_ios;
-	struct dbr_pio **events;
-	struct io_u **queued;	/* since the last commit, for issue times */
-	unsigned int nr_queued;
-	unsigned int prepped;	/* force_async: requests since the last async one */
-	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
-	bool placed;		/* prov probed and buf.dev_id settled */
-	int stats_fd;		/* gpu_stats_file, or -1 */
-	long spin_ns;		/* gpu_spin_us, else gpu_spin_ns() */
-	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
-};
-
-/*
- * One line naming cause and fix, then fio's own error record; evaluates to 1.
- * A macro so that td_verror's file:line in the record is the caller's.
- */
-#define dbr_fail(td, err, func, msg) ({				\
-	log_err("%s: %s\n", DBR_NAME, (msg));			\
-	td_verror((td), (err), (func));				\
-	1;							\
-})
-
-/*
- * fio's output (log_info) is for people alone when it is the normal format
- * on stdout. json, json+ and terse must parse, and a --output=FILE gets what
- * a job process logs only from fio 3.42 on (older fio loses it with the
- * process). Under fio --server, log_info carries the line to the client.
- */
-static bool dbr_info_to_stderr(void)
-{
-	if (is_backend)
-		return false;
-	return (output_format & ~FIO_OUTPUT_NORMAL) || f_out != stdout;
-}
-
-/*
- * What the engine has to say (which path runs, reissue counts) goes with
- * fio's normal output on stdout. Else it goes straight to stderr, in one
- * write, so json, json+ and terse output, on stdout or in a file, is fio's
- * alone; normal output into a file gets the line as well.
- */
-static void dbr_info(const char *fmt, ...)
-{
-	char line[768];
-	va_list ap;
-	int len;
-
-	va_start(ap, fmt);
-	len = snprintf(line, sizeof(line), "%s: ", DBR_NAME);
-	vsnprintf(line + len, sizeof(line) - len - 1, fmt, ap);
-	va_end(ap);
-	strcat(line, "\n");
-	if (dbr_info_to_stderr()) {
-		/* one write: the lines of several job threads never interleave */
-		ssize_t ret = write(STDERR_FILENO, line, strlen(line));
-
-		(void)ret;
-		if (output_format != FIO_OUTPUT_NORMAL)
-			return;
-	}
-	log_info("%s", line);
-}
-
-static bool dbr_first_thread(struct thread_data *td)
-{
-	return td->subjob_number == 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* init: options, provider, transfer path, ring                             */
-
-static const char *const gpu_names[] = {
-	[DBR_GPU_AUTO] = "auto",
-	[DBR_GPU_CUDA] = "cuda",
-	[DBR_GPU_HIP] = "hip",
-	[DBR_GPU_HOST] = "host",
-};
-
-/* ------------------------------------------------------------------------ */
-/* gpu_cpus=auto: the CPUs of the GPU's NUMA node                           */
-
-static bool dbr_user_pinned(struct thread_data *t)
-{
-#ifdef CONFIG_LIBNUMA
-	if (fio_option_is_set(&t->o, numa_cpunodes))
-		return true;
-#endif
-	return fio_option_is_set(&t->o, cpumask);
-}
-
-/* The NUMA node of device dev and its CPU list; 0 or a negative errno. */
-static int dbr_gpu_node_cpus(const struct gpu_provider *p, int dev,
-			     int *node, char *cpus, size_t len)
-{
-	struct dbr_pci_fn *fn = malloc(sizeof(*fn));
-	char raw[64];
-	int ret = p->pci_addr ? 0 : -ENOSYS;
-
-	*node = -1;
-	if (!fn)
-		return -ENOMEM;
-	if (!ret)
-		ret = p->pci_addr(dev, raw, sizeof(raw));
-	if (!ret)
-		ret = dbr_pci_fn_get(dbr_sysfs_root(), raw, fn);
-	if (!ret) {
-		*node = fn->numa;
-		ret = dbr_numa_cpulist(dbr_sysfs_root(), fn->numa, cpus, len);
-	}
-	free(fn);
-	return ret;
-}
-
-/*
- * Where gpu_cpus=auto puts thread t on device dev: 0 with set filled, or
- * < 0 to leave it alone; said gets the words either way.
- */
-static int dbr_cpus_plan(struct thread_data *t, const struct gpu_provider *p,
-			 int dev, cpu_set_t *set, char *said, size_t len)
-{
-	struct dbr_options *o = t->eo;
-	char cpus[256];
-	int node, cpu;
-
-	said[0] = '\0';
-	if (o->gpu_cpus != DBR_CPUS_AUTO)
-		return -ENOENT;
-	if (dbr_user_pinned(t)) {
-		snprintf(said, len, "CPUs as cpus_allowed says");
-		return -EEXIST;
-	}
-	if (dbr_gpu_node_cpus(p, dev, &node, cpus, sizeof(cpus)) < 0) {
-		snprintf(said, len, "CPUs unpinned: the %s device's NUMA node is not known",
-			 p->name);
-		return -ENOENT;
-	}
-	CPU_ZERO(set);
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (dbr_cpu_listed(cpus, cpu))
-			CPU_SET(cpu, set);
-	snprintf(said, len, "CPUs %.96s of node %d", cpus, node);
-	return 0;
-}
-
-/* gpu_cpus=auto for this thread, before fio allocates its buffers */
-static void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
-{
-	char said[160];
-	cpu_set_t set;
-
-	if (dbr_cpus_plan(td, dd->prov, dd->buf.dev_id, &set, said,
-			  sizeof(said)) < 0) {
-		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
-		return;
-	}
-	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "CPUs unpinned: %.120s: %s",
-			 said, strerror(errno));
-		dbr_info("%s: thread %d: gpu_cpus=auto: %s", td->o.name,
-			 td->subjob_number, dd->cpus_said);
-		return;
-	}
-	snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
-}
-
-/* ------------------------------------------------------------------------ */
-/* gpu_dev_ids=auto: the GPU nearest the controller of each thread's files */
-
-/* every device's PCI function, as far as the runtime and sysfs tell */
-struct dbr_gpus {
-	const struct gpu_provider *prov;
-	struct dbr_pci_fn *fn;
-	int count;
-	int known;	/* devices with a PCI path */
-};
-
-extern struct ioengine_ops ioengine;
-
-/*
- * Threads that may run beside td: fio starts a job with stonewall only once
- * every job before it has ended, so those between the stonewalls around td.
- * (tnumber_to_td rather than for_each_td, whose form changed after 3.33.)
- */
-static void dbr_run_window(struct thread_data *td, unsigned int *first,
-			   unsigned int *last)
-{
-	unsigned int i;
-	bool seen = false;
-
-	*first = 0;
-	*last = thread_number ? thread_number - 1 : 0;
-	for (i = 0; i < thread_number; i++) {
-		struct thread_data *t = tnumber_to_td(i);
-
-		if (i && t->o.stonewall) {
-			if (seen) {
-				*last = i - 1;
-				return;
-			}
-			*first = i;
-		}
-		seen = seen || t == td;
-	}
-}
-
-/* controllers of one thread's files the line counts (all of them count for the choice) */
-#define DBR_MAX_CTRLS	16
-
-/* where one thread stands from the GPUs, and why */
-struct dbr_place {
-	enum dbr_dist dist[DBR_TOPO_MAX_GPUS];	/* to each GPU */
-	int nr_ctrls;		/* distinct PCI controllers of its files */
-	char disk[64];		/* the first of them: its disk and address */
-	char bdf[DBR_BDF_LEN];
-	bool via_fs;		/* reached through a filesystem */
-	const char *lost;	/* the first file on no PCI controller */
-	/* the first disk as a multipath head node: its paths, and per GPU
-	 * the index of the one nearest it */
-	int mpath_paths;
-	struct dbr_blk_path_name {
-		char name[16];
-		char bdf[DBR_BDF_LEN];
-	} path[DBR_MAX_PATHS];
-	int near[DBR_TOPO_MAX_GPUS];
-};
-
-static bool dbr_dev_ids_auto(const struct dbr_options *o)
-{
-	return o->gpu_dev_ids && !strcasecmp(o->gpu_dev_ids, "auto");
-}
-
-static int dbr_gpus_get(const struct gpu_provider *p, int count,
-			struct dbr_gpus *g)
-{
-	char raw[64];
-	int i;
-
-	g->prov = p;
-	g->count = count < DBR_TOPO_MAX_GPUS ? count : DBR_TOPO_MAX_GPUS;
-	g->known = 0;
-	g->fn = calloc((size_t)g->count, sizeof(*g->fn));
-	if (!g->fn)
-		return -ENOMEM;
-	for (i = 0; i < g->count; i++) {
-		g->fn[i].numa = -1;
-		if (g->count > 1 && p->pci_addr &&
-		    !p->pci_addr(i, raw, sizeof(raw)) &&
-		    !dbr_pci_fn_get(dbr_sysfs_root(), raw, &g->fn[i]))
-			g->known++;
-	}
-	return 0;
-}
-
-static bool dbr_ctrl_seen(char (*seen)[DBR_BDF_LEN], int n, const char *bdf)
-{
-	while (n--)
-		if (!strcmp(seen[n], bdf))
-			return true;
-	return false;
-}
-
-/* The first of a thread's disks, as the line names it. */
-static void dbr_place_first(struct dbr_place *pl, const struct dbr_gpus *g,
-			    const struct dbr_blk_ctrl *c, bool via_fs)
-{
-	int i;
-
-	snprintf(pl->disk, sizeof(pl->disk), "%s", c->disk);
-	snprintf(pl->bdf, sizeof(pl->bdf), "%s", c->pci.bdf);
-	pl->via_fs = via_fs;
-	pl->mpath_paths = c->nr_paths ? c->mpath_paths : 0;
-	for (i = 0; i < c->nr_paths; i++) {
-		snprintf(pl->path[i].name, sizeof(pl->path[i].name), "%s",
-			 c->path[i].name);
-		snprintf(pl->path[i].bdf, sizeof(pl->path[i].bdf), "%s",
-			 c->path[i].pci.bdf);
-	}
-	for (i = 0; i < g->count; i++)
-		dbr_dist_to_blk(&g->fn[i], c, &pl->near[i]);
-}
-
-/* Thread t's distance to each GPU: the farthest of its files' controllers. */
-static void dbr_place_ctrls(struct thread_data *t, const struct dbr_gpus *g,
-			    struct dbr_blk_ctrl *c, char (*seen)[DBR_BDF_LEN],
-			    struct dbr_place *pl)
-{
-	struct fio_file *f;
-	unsigned int i;
-
-	for_each_file(t, f, i) {
-		bool via_fs = false;
-
-		if (dbr_blk_ctrl_of_file(dbr_sysfs_root(), f->file_name, c,
-					 &via_fs) || !c->pci.sys[0]) {
-			pl->lost = pl->lost ? pl->lost : f->file_name;
-			continue;
-		}
-		dbr_gpu_dists_add(g->fn, g->count, c, pl->dist);
-		if (pl->nr_ctrls == DBR_MAX_CTRLS ||
-		    dbr_ctrl_seen(seen, pl->nr_ctrls, c->pci.bdf))
-			continue;
-		if (!pl->nr_ctrls)
-			dbr_place_first(pl, g, c, via_fs);
-		memcpy(seen[pl->nr_ctrls++], c->pci.bdf, DBR_BDF_LEN);
-	}
-}
-
-/*
- * May t's file list be read from another thread? A job thread frees it as it
- * ends (close_and_free_files, after TD_FINISHING), so one that is ending
- * counts as having no files. A job process's list here is this process's
- * own copy (or fio's, in the parent), which stays.
- */
-static bool dbr_files_readable(struct thread_data *t)
-{
-	return !t->o.use_thread || t->runstate < TD_FINISHING;
-}
-
-/*
- * Where thread t stands: its distance to each GPU. No controllers or no
- * GPU PCI paths: every distance is unknown, which makes it round-robin.
- */
-static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
-		     struct dbr_place *pl)
-{
-	char (*seen)[DBR_BDF_LEN] = calloc(DBR_MAX_CTRLS, sizeof(*seen));
-	struct dbr_blk_ctrl *c = malloc(sizeof(*c));
-	int i, ret = seen && c ? 0 : -ENOMEM;
-
-	memset(pl, 0, sizeof(*pl));
-	for (i = 0; i < g->count; i++)
-		pl->dist[i] = DBR_DIST_SWITCH;
-	if (!ret && g->known && dbr_files_readable(t))
-		dbr_place_ctrls(t, g, c, seen, pl);
-	if (!pl->nr_ctrls)
-		for (i = 0; i < g->count; i++)
-			pl->dist[i] = DBR_DIST_UNKNOWN;
-	free(c);
-	free(seen);
-	return ret;
-}
-
-/*
- * The last value fio parsed for t's option name in t's own job section or on
- * the command line, NULL where it was not set there ([global]'s options fio
- * keeps to itself: see dbr_peer_opt). Another job's engine options
- * are read from here, not its td->eo: fio frees that in the parent as soon
- * as it has forked the job's process, so later job processes would read
- * freed memory; the option list lives as long as the run.
- */
-static const char *dbr_opt_value(struct thread_data *t, const char *name)
-{
-	const char *val = NULL;
-	struct flist_head *n;
-
-	flist_for_each(n, &t->opt_list) {
-		struct print_option *p;
-
-		p = flist_entry(n, struct print_option, list);
-		if (p->name && !strcmp(p->name, name))
-			val = p->value;
-	}
-	return val;
-}
-
-/*
- * t's value of option name as seen beside td, whose own value is mine. An
- * option t's section does not set comes from [global]: where td's section
- * does not set it either, td's value came from there too, so it is mine.
- * NULL: not known (fio keeps [global]'s option list to itself).
- */
-static const char *dbr_peer_opt(struct thread_data *t, struct thread_data *td,
-				const char *name, const char *mine)
-{
-	const char *val = dbr_opt_value(t, name);
-
-	if (val || dbr_opt_value(td, name))
-		return val;
-	return mine;
-}
-
-static bool dbr_same_engine(struct thread_data *t, struct thread_data *td)
-{
-	return t->io_ops == &ioengine ||
-	       (t->o.ioengine && td->o.ioengine &&
-		!strcmp(t->o.ioengine, td->o.ioengine));
-}
-
-/* Does t take part in td's gpu_dev_ids=auto: this engine, auto, td's provider? */
-static bool dbr_auto_peer(struct thread_data *t, struct thread_data *td,
-			  const struct gpu_provider *prov)
-{
-	struct dbr_options *mine = td->eo;
-	const char *ids, *gpu;
-	char why[512];
-	unsigned int i;
-
-	if (t == td)
-		return true;
-	if (!dbr_same_engine(t, td))
-		return false;
-	ids = dbr_peer_opt(t, td, "gpu_dev_ids", "auto");
-	if (!ids || strcasecmp(ids, "auto"))
-		return false;
-	gpu = dbr_peer_opt(t, td, "gpu", gpu_names[mine->gpu]);
-	for (i = 0; gpu && i < (sizeof(gpu_names) / sizeof(gpu_names[0])); i++)
-		if (!strcasecmp(gpu, gpu_names[i]))
-			break;
-	if (!gpu)
-		i = DBR_GPU_AUTO;
-	if (i >= (sizeof(gpu_names) / sizeof(gpu_names[0])))
-		return false;
-	if (i == mine->gpu)
-		return true;
-	if (i != DBR_GPU_AUTO)
-		return gpu_provider_by_name(gpu_names[i]) == prov;
-	return gpu_provider_auto(why, sizeof(why)) == prov;
-}
-
-/* gpu_dev_ids=auto for the threads beside td: thread number first + i */
-struct dbr_plan {
-	unsigned int first;
-	unsigned int nr;
-	int *dev;		/* -1: not placed by auto beside td */
-};
-
-/* a thread's place in the order auto goes through: job, then thread index */
-struct dbr_rank {
-	unsigned int job;	/* the window index of its job's first thread */
-	unsigned int sub;	/* its thread index in the job */
-	unsigned int idx;	/* its window index */
-};
-
-static int dbr_rank_cmp(const void *a, const void *b)
-{
-	const struct dbr_rank *x = a, *y = b;
-
-	if (x->job != y->job)
-		return x->job < y->job ? -1 : 1;
-	return (x->sub > y->sub) - (x->sub < y->sub);
-}
-
-/*
- * The window's threads in job order and, within a job, by thread index
- * (fio lists a job's numjobs clones after it, but numbers them from the
- * last down).
- */
-static void dbr_plan_order(const struct dbr_plan *plan, struct dbr_rank *r)
-{
-	unsigned int i, job = 0;
-
-	for (i = 0; i < plan->nr; i++) {
-		struct thread_data *t = tnumber_to_td(plan->first + i);
-
-		if (!t->subjob_number)
-			job = i;
-		r[i].job = job;
-		r[i].sub = t->subjob_number;
-		r[i].idx = i;
-	}
-	qsort(r, plan->nr, sizeof(*r), dbr_rank_cmp);
-}
-
-/*
- * The devices auto gives every thread that runs beside td (dbr_run_window)
- * with this engine, gpu_dev_ids=auto and td's provider, one job after the
- * other (dbr_plan_order, dbr_gpu_assign). Every one of those threads works
- * the same plan out from fio's thread list, so no thread needs to hear
- * from another, whichever starts first.
- */
-static int dbr_plan_run(struct thread_data *td, const struct dbr_gpus *g,
-			struct dbr_plan *plan)
-{
-	struct dbr_gpu_want *want = NULL;
-	struct dbr_rank *rank = NULL;
-	enum dbr_dist *dist = NULL;
-	struct dbr_place *pl = malloc(sizeof(*pl));
-	unsigned int last, k;
-	int *dev = NULL, ret = -ENOMEM;
-
-	dbr_run_window(td, &plan->first, &last);
-	plan->nr = last + 1 - plan->first;
-	plan->dev = calloc(plan->nr, sizeof(*plan->dev));
-	dev = calloc(plan->nr, sizeof(*dev));
-	want = calloc(plan->nr, sizeof(*want));
-	rank = calloc(plan->nr, sizeof(*rank));
-	dist = calloc((size_t)plan->nr * (size_t)g->count, sizeof(*dist));
-	if (!pl || !plan->dev || !dev || !want || !rank || !dist)
-		goto out;
-	dbr_plan_order(plan, rank);
-	for (k = 0; k < plan->nr; k++) {
-		struct thread_data *t = tnumber_to_td(plan->first + rank[k].idx);
-		enum dbr_dist *row = dist + (size_t)k * (size_t)g->count;
-
-		want[k].stonewall = t->o.stonewall;
-		if (!dbr_auto_peer(t, td, g->prov))
-			continue;
-		ret = dbr_place(t, g, pl);
-		if (ret < 0)
-			goto out;
-		memcpy(row, pl->dist, (size_t)g->count * sizeof(*row));
-		want[k].dist = row;
-	}
-	ret = dbr_gpu_assign(want, (int)plan->nr, g->count, dev);
-	for (k = 0; !ret && k < plan->nr; k++)
-		plan->dev[rank[k].idx] = dev[k];
-out:
-	free(dist);
-	free(rank);
-	free(want);
-	free(dev);
-	free(pl);
-	return ret;
-}
-
-/* ", hip 1,3 tie" for the GPUs at pl's closest class */
-static void dbr_place_ties(const struct dbr_place *pl, const struct dbr_gpus *g,
-			   char *buf, size_t len)
-{
-	enum dbr_dist best = pl->dist[0];
-	int i, n = 0;
-
-	if (dbr_dist_ties(pl->dist, g->count) < 2)
-		return;
-	for (i = 1; i < g->count; i++)
-		if (pl->dist[i] < best)
-			best = pl->dist[i];
-	dbr_cat(buf, len, "; %s ", g->prov->name);
-	for (i = 0; i < g->count; i++)
-		if (pl->dist[i] == best)
-			dbr_cat(buf, len, "%s%d", n++ ? "," : "", i);
-	dbr_cat(buf, len, " tie, spread over the run");
-}
-
-static void dbr_place_why(const struct dbr_place *pl,
-			  const struct dbr_gpus *g, int dev, char *buf,
-			  size_t len)
-{
-	const char *prov = g->prov->name;
-	int near = pl->mpath_paths ? pl->near[dev] : -1;
-
-	if (g->count == 1) {
-		snprintf(buf, len, "gpu=%s has one device", prov);
-		return;
-	}
-	if (!g->known) {
-		snprintf(buf, len, "round-robin: gpu=%s tells no PCI address for its devices",
-			 prov);
-		return;
-	}
-	if (!pl->nr_ctrls) {
-		snprintf(buf, len, "round-robin: %s is on no PCI controller",
-			 pl->lost ? pl->lost : "no file");
-		return;
-	}
-	if (near >= 0)
-		snprintf(buf, len, "%s to %s's path %s at %s (the nearest of %d)",
-			 dbr_dist_name(pl->dist[dev]), pl->disk,
-			 pl->path[near].name, pl->path[near].bdf,
-			 pl->mpath_paths);
-	else
-		snprintf(buf, len, "%s to %s's controller %s",
-			 dbr_dist_name(pl->dist[dev]), pl->disk, pl->bdf);
-	dbr_cat(buf, len, "%s%s",
-		pl->nr_ctrls > 1 ? " (the farthest of its files')" : "",
-		pl->via_fs ? ", via the filesystem" : "");
-	dbr_place_ties(pl, g, buf, len);
-}
-
-/* what one thread of the job got, for the job's line */
-struct dbr_said {
-	int dev;		/* -1: not placed */
-	bool said;
-	char why[256];
-};
-
-/* gpu_cpus=auto: what a thread's placement means for its CPUs, appended */
-static void dbr_place_cpus(struct thread_data *t, const struct gpu_provider *p,
-			   int dev, char *why, size_t len)
-{
-	char said[160];
-	cpu_set_t set;
-
-	dbr_cpus_plan(t, p, dev, &set, said, sizeof(said));
-	if (said[0])
-		dbr_cat(why, len, "; %s", said);
-}
-
-/* Every thread of td's job (td and its numjobs clones), by clone index. */
-static void dbr_place_job(struct thread_data *td, const struct dbr_gpus *g,
-			  const struct dbr_plan *plan, struct dbr_said *s,
-			  unsigned int n)
-{
-	struct dbr_place *pl = malloc(sizeof(*pl));
-	unsigned int i;
-
-	if (!pl)
-		return;
-	for (i = td->thread_number - 1; i < plan->first + plan->nr; i++) {
-		struct thread_data *t = tnumber_to_td(i);
-		int dev = plan->dev[i - plan->first];
-
-		/* a clone's io_ops may not be loaded yet: it starts beside td */
-		if (t != td && (!t->subjob_number || !dbr_same_engine(t, td)))
-			break;
-		if (t->subjob_number >= n || dev < 0 || dbr_place(t, g, pl) < 0)
-			continue;
-		s[t->subjob_number].dev = dev;
-		dbr_place_why(pl, g, dev, s[t->subjob_number].why,
-			      sizeof(s[0].why));
-		dbr_place_cpus(t, g->prov, dev, s[t->subjob_number].why,
-			       sizeof(s[0].why));
-	}
-	free(pl);
-}
-
-/* "threads 0,2 -> hip 1": every thread with s[first]'s device and why */
-static void dbr_say_group(struct dbr_said *s, unsigned int n,
-			  unsigned int first, const char *prov, char *buf,
-			  size_t len)
-{
-	unsigned int i, nr = 1;
-	char ids[256];
-
-	snprintf(ids, sizeof(ids), "%u", first);
-	for (i = first + 1; i < n; i++) {
-		if (s[i].said || s[i].dev != s[first].dev ||
-		    strcmp(s[i].why, s[first].why))
-			continue;
-		s[i].said = true;
-		nr++;
-		dbr_cat(ids, sizeof(ids), ",%u", i);
-	}
-	dbr_cat(buf, len, "thread%s %s -> %s %d", nr > 1 ? "s" : "", ids,
-		prov, s[first].dev);
-}
-
-/*
- * One line for the job: which device each thread got and why, e.g.
- * "threads 0,2 -> hip 1, threads 1,3 -> hip 3: same-switch, nvme0n1 at ...".
- */
-static void dbr_say_places(struct thread_data *td, const struct dbr_gpus *g,
-			   const struct dbr_plan *plan)
-{
-	const char *prov = g->prov->name;
-	unsigned int n = td->o.numjobs ? td->o.numjobs : 1, i;
-	struct dbr_said *s = calloc(n, sizeof(*s));
-	bool same = true;
-	char line[768];
-
-	if (!s)
-		return;
-	for (i = 0; i < n; i++)
-		s[i].dev = -1;
-	dbr_place_job(td, g, plan, s, n);
-	for (i = 1; i < n; i++)
-		same = same && (s[i].dev < 0 || !strcmp(s[i].why, s[0].why));
-	line[0] = '\0';
-	for (i = 0; i < n; i++) {
-		if (s[i].said || s[i].dev < 0)
-			continue;
-		s[i].said = true;
-		dbr_cat(line, sizeof(line), "%s", line[0] ? ", " : "");
-		dbr_say_group(s, n, i, prov, line, sizeof(line));
-		if (!same)
-			dbr_cat(line, sizeof(line), " (%s)", s[i].why);
-	}
-	dbr_info("%s: gpu_dev_ids=auto: %s%s%s", td->o.name, line,
-		 same ? ": " : "", same ? s[0].why : "");
-	free(s);
-}
-
-static int dbr_pick_auto(struct thread_data *td, struct dbr_data *dd,
-			 int count)
-{
-	struct dbr_plan plan = { .dev = NULL };
-	struct dbr_gpus g;
-	int ret;
-
-	ret = dbr_gpus_get(dd->prov, count, &g);
-	if (!ret)
-		ret = dbr_plan_run(td, &g, &plan);
-	if (ret < 0) {
-		free(plan.dev);
-		free(g.fn);
-		return dbr_fail(td, -ret, "gpu_dev_ids", strerror(-ret));
-	}
-	dd->buf.dev_id = plan.dev[td->thread_number - 1 - plan.first];
-	if (dbr_first_thread(td))
-		dbr_say_places(td, &g, &plan);
-	free(plan.dev);
-	free(g.fn);
-	return 0;
-}
-
-static int dbr_pick_provider(struct thread_data *td, struct dbr_data *dd)
-{
-	struct dbr_options *o = td->eo;
-	int ids[DBR_MAX_DEV_IDS], nr, count, dev;
-	char why[512] = "", msg[640];
-
-	if (o->gpu == DBR_GPU_AUTO) {
-		dd->prov = gpu_provider_auto(why, sizeof(why));
-		if (dbr_first_thread(td) && why[0])
-			dbr_info("%s: gpu=auto -> %s (%s)", td->o.name,
-				 dd->prov->name, why);
-		why[0] = '\0';
-	} else
-		dd->prov = gpu_provider_by_name(gpu_names[o->gpu]);
-	if (!dd->prov) {
-		snprintf(msg, sizeof(msg), "gpu=%s: provider not compiled in; rebuild with ./configure --with-%s, or use gpu=host",
-			 gpu_names[o->gpu], gpu_names[o->gpu]);
-		return dbr_fail(td, ENOTSUP, "gpu provider", msg);
-	}
-	count = dd->prov->probe(why, sizeof(why));
-	if (count <= 0) {
-		snprintf(msg, sizeof(msg), "gpu=%s: %s; use gpu=host to run without a GPU",
-			 dd->prov->name, why[0] ? why : "no usable device");
-		return dbr_fail(td, count ? -count : ENODEV, "gpu provider",
-				msg);
-	}
-	if (dbr_dev_ids_auto(o))
-		return dbr_pick_auto(td, dd, count);
-	nr = dbr_parse_dev_ids(o->gpu_dev_ids, ids, DBR_MAX_DEV_IDS, msg,
-			       sizeof(msg));
-	if (nr < 0)
-		return dbr_fail(td, EINVAL, "gpu_dev_ids", msg);
-	dev = dbr_pick_dev(ids, nr, td->subjob_number);
-	if (dev >= count) {
-		snprintf(msg, sizeof(msg), "gpu_dev_ids=%s: device %d does not exist, gpu=%s sees %d device%s (0..%d); fix gpu_dev_ids",
-			 o->gpu_dev_ids, dev, dd->prov->name, count,
-			 count == 1 ? "" : "s", count - 1);
-		return dbr_fail(td, ENODEV, "gpu_dev_ids", msg);
-	}
-	dd->buf.dev_id = dev;
-	return 0;
-}
-
-/*
- * Does t run td's engine on a path that may register dma-bufs? Its transfer
- * option is read from fio's option list (dbr_opt_value: t->eo may be freed
- * already); unset means the default, p2p.
- */
-static bool dbr_registers_dmabufs(struct thread_data *t,
-				  struct thread_data *td)
-{
-	struct dbr_options *mine = td->eo;
-	const char *xfer;
-
-	if (!dbr_same_engine(t, td) || !t->o.odirect)
-		return false;
-	xfer = dbr_peer_opt(t, td, "transfer",
-			    dbr_transfer_name(mine->transfer));
-	return !xfer || strcasecmp(xfer, "bounce");
-}
-
-/* The device of each of t's block-device files, appended at devs[n]. */
-static unsigned int dbr_file_devs(struct thread_data *t, dev_t *devs,
-				  unsigned int n)
-{
-	struct fio_file *f;
-	unsigned int i;
-
-	if (!dbr_files_readable(t))
-		return n;
-	for_each_file(t, f, i) {
-		struct dbr_target tg;
-
-		if (!dbr_target_inspect(f->file_name, &tg) && tg.is_blkdev)
-			devs[n++] = tg.rdev;
-	}
-	return n;
-}
-
-/*
- * dma-buf registrations the busiest of td's devices would carry: one per
- * file on it of every thread of the run that may register beside td (its
- * numjobs clones and other job sections alike).
- */
-static unsigned int dbr_maps_per_dev(struct thread_data *td)
-{
-	unsigned int i, first, last, nr_mine, nr_all = 0, cap = 0, most = 0;
-	dev_t *mine, *all;
-
-	dbr_run_window(td, &first, &last);
-	for (i = first; i <= last && i < thread_number; i++)
-		cap += tnumber_to_td(i)->files_index;
-	mine = calloc(td->files_index + 1, sizeof(*mine));
-	all = calloc(cap + 1, sizeof(*all));
-	if (!mine || !all)
-		goto out;
-	nr_mine = dbr_file_devs(td, mine, 0);
-	for (i = first; nr_mine && i <= last && i < thread_number; i++) {
-		struct thread_data *t = tnumber_to_td(i);
-
-		if (t == td || dbr_registers_dmabufs(t, td))
-			nr_all = dbr_file_devs(t, all, nr_all);
-	}
-	most = dbr_busiest_dev(mine, nr_mine, all, nr_all);
-out:
-	free(mine);
-	free(all);
-	return most;
-}
-
-/* First file that p2p cannot register against, or NULL. */
-static struct fio_file *dbr_non_nvme_file(struct thread_data *td,
-					  struct dbr_target *t)
-{
-	struct fio_file *f;
-	unsigned int i;
-
-	for_each_file(td, f, i) {
-		if (dbr_target_inspect(f->file_name, t) < 0 || !t->is_nvme_ns)
-			return f;
-	}
-	return NULL;
-}
-
-/* What the transfer decision needs to know, gathered from fio and the kernel. */
-static void dbr_p2p_facts(struct thread_data *td, struct dbr_p2p_facts *pf,
-			  struct dbr_target *t)
-{
-	struct fio_file *f = dbr_non_nvme_file(td, t);
-
-	pf->probe = dbr_probe_p2p();
-	pf->direct = td->o.odirect;
-	pf->bad_file = f ? f->file_name : NULL;
-	pf->bad_kind = f ? dbr_target_kind(t) : NULL;
-}
-
-/* Settle transfer=auto (and say which, once per job); refuse p2p that
- * cannot run. */
-static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
-{
-	enum dbr_transfer want = *xfer;
-	struct dbr_p2p_facts pf;
-	struct dbr_target t;
-	char why[512], msg[896];
-	int err;
-
-	if (want == DBR_XFER_BOUNCE)
-		return 0;
-	dbr_p2p_facts(td, &pf, &t);
-	err = dbr_settle_transfer(&pf, xfer, why, sizeof(why));
-	if (want == DBR_XFER_AUTO) {
-		if (dbr_first_thread(td))
-			dbr_info("%s: transfer=auto -> %s%s%s", td->o.name,
-				 dbr_transfer_name(*xfer), why[0] ? ": " : "", why);
-		return 0;
-	}
-	if (!err)
-		return 0;
-	snprintf(msg, sizeof(msg), "transfer=p2p cannot run: %s. Use transfer=bounce (or transfer=auto) here; 'dmabuf-doctor %s' checks everything p2p needs",
-		 why, td->files_index ? td->files[0]->file_name : "/dev/nvmeXnY");
-	return dbr_fail(td, err, "p2p", msg);
-}
-
-/* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */
-static unsigned int dbr_nr_files(struct thread_data *td)
-{
-	unsigned int n = td->files_index > td->o.nr_files ? td->files_index :
-			 td->o.nr_files;
-
-	return n ? n : 1;
-}
-
-static int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
-{
-	struct dbr_options *o = td->eo;
-	char msg[384], cpus[128];
-	struct dbr_job j = {
-		.transfer	= xfer,
-		.direct		= td->o.odirect,
-		.hipri		= o->hipri,
-		.does_trim	= td_trim(td),
-		.verify		= td->o.verify != VERIFY_NONE,
-		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
-		.nr_files	= dbr_nr_files(td),
-		.maps_per_dev	= xfer == DBR_XFER_P2P ? dbr_maps_per_dev(td) : 0,
-		.sqpoll_cpu	= o->sqpoll && o->sqpoll_cpu_set ?
-				  (int)o->sqpoll_cpu : -1,
-		.online_cpus	= cpus,
-	};
-	int ret;
-
-	if (j.sqpoll_cpu >= 0 && dbr_online_cpus(cpus, sizeof(cpus)) < 0)
-		j.online_cpus = NULL;	/* unknown: the kernel will say */
-	ret = dbr_check_job(&j, msg, sizeof(msg));
-
-	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
-}
-
-/* Settle gpu_sync for the provider picked: refuse verify without it, and
- * say (once per job) when fio's buffer options turn it on or go unheard. */
-static int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd)
-{
-	struct dbr_options *o = td->eo;
-	struct thread_options *to = &td->o;
-	struct dbr_sync_job j = {
-		.setting	= o->gpu_sync,
-		.copies		= dd->prov != &gpu_host_provider,
-		.verify		= to->verify != VERIFY_NONE,
-		.writes		= td_write(td),
-		.buf = {
-			.pattern	= to->buffer_pattern_bytes > 0,
-			.compress	= to->compress_percentage > 0,
-			.dedupe		= to->dedupe_percentage > 0,
-			.refill		= to->refill_buffers,
-			.scramble	= to->scramble_buffers &&
-					  fio_option_is_set(to, scramble_buffers),
-			.zero		= to->zero_buffers,
-		},
-	};
-	char msg[384];
-	int ret = dbr_gpu_sync_on(&j, msg, sizeof(msg));
-
-	if (ret < 0)
-		return dbr_fail(td, -ret, "gpu_sync", msg);
-	dd->sync = ret;
-	if (msg[0] && dbr_first_thread(td))
-		dbr_info("%s: %s", td->o.name, msg);
-	return 0;
-}
+/* init: the thread's settings (settle.c), its state and ring               */
 
 static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 {
@@ -1231,66 +257,16 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 	return 0;
 }
 
-static void dbr_cleanup(struct thread_data *td);
-
-/* fio's backend process: job threads run in it, job processes are its children */
-static long dbr_run_of(struct thread_data *td)
-{
-	return td->o.use_thread ? (long)getpid() : (long)getppid();
-}
-
-/* Threads of the run on this engine (before any has ended: fio drops a
- * thread's io_ops when it ends). */
-static unsigned int dbr_run_threads(void)
-{
-	unsigned int i, n = 0;
-
-	for (i = 0; i < thread_number; i++)
-		n += tnumber_to_td(i)->io_ops == &ioengine;
-	return n;
-}
-
-/* gpu_stats_file, else $DBR_GPU_STATS_FILE: opened now so a bad path stops
- * the job before it runs, not after */
-static int dbr_open_stats(struct thread_data *td, struct dbr_data *dd)
-{
-	struct dbr_options *o = td->eo;
-	const char *env = getenv("DBR_GPU_STATS_FILE");
-	const char *path = o->stats_file && o->stats_file[0] ? o->stats_file : env;
-	char msg[640];
-
-	if (!path || !path[0])
-		return 0;
-	dd->stats_fd = dbr_results_open(path);
-	if (dd->stats_fd >= 0)
-		return 0;
-	snprintf(msg, sizeof(msg), "%s=%.400s: cannot append to it: %s; %s",
-		 path == env ? "DBR_GPU_STATS_FILE" : "gpu_stats_file", path,
-		 strerror(-dd->stats_fd), path == env ?
-		 "point it at a file in a writable directory, or unset it" :
-		 "give a file in a writable directory, or drop gpu_stats_file");
-	return dbr_fail(td, -dd->stats_fd, "gpu_stats_file", msg);
-}
-
-/* gpu_spin_us, else $DBR_GPU_SPIN_US or the default (gpu_spin_ns) */
-static int dbr_pick_spin(struct thread_data *td, struct dbr_data *dd)
-{
-	struct dbr_options *o = td->eo;
-	char msg[256];
-	int ret;
-
-	dd->spin_ns = gpu_spin_ns();
-	if (!o->spin_us)
-		return 0;
-	ret = dbr_parse_spin_us(o->spin_us, &dd->spin_ns, msg, sizeof(msg));
-	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
-}
+static void dbr_end(struct thread_data *td, struct dbr_data *dd);
 
 static int dbr_init(struct thread_data *td)
 {
 	struct dbr_options *o = td->eo;
 	enum dbr_transfer xfer = o->transfer;
+	const struct gpu_provider *prov;
 	struct dbr_data *dd;
+	long spin_ns;
+	int dev;
 
 	dd = calloc(1, sizeof(*dd));
 	if (!dd)
@@ -1303,7 +279,7 @@ static int dbr_init(struct thread_data *td)
 		goto err;
 	}
 	dbr_tally_join(dbr_run_of(td), dbr_run_threads());
-	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, dd))
+	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, &spin_ns))
 		goto err;
 	/* option mistakes first, then what the machine cannot do */
 	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer))
@@ -1313,15 +289,15 @@ static int dbr_init(struct thread_data *td)
 	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
-	if (dbr_pick_provider(td, dd))
+	if (dbr_pick_provider(td, &prov, &dev))
 		goto err;
-	dd->placed = true;
+	gpu_buf_init(&dd->buf, prov, dev, spin_ns);
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, dd) || dbr_setup_ring(td, dd))
 		goto err;
 	return 0;
 err:
-	dbr_cleanup(td);
+	dbr_end(td, dd);
 	return 1;
 }
 
@@ -1331,31 +307,30 @@ err:
 static int dbr_export(struct thread_data *td, struct dbr_data *dd)
 {
 	char msg[640];
-	int ret = dd->prov->export_dmabuf(&dd->buf);
+	const struct gpu_provider *prov = dd->buf.prov;
+	int ret = prov->export_dmabuf(&dd->buf);
 
 	if (!ret)
 		return 0;
 	snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce, or run 'dmabuf-doctor --gpu %s' on the target for the full check",
-		 dd->prov->name, dd->buf.size >> 20,
-		 dd->buf.why[0] ? dd->buf.why : strerror(-ret), dd->prov->name);
+		 prov->name, dd->buf.size >> 20,
+		 dd->buf.why[0] ? dd->buf.why : strerror(-ret), prov->name);
 	return dbr_fail(td, -ret, "dma-buf export", msg);
 }
 
 static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 {
 	struct dbr_data *dd = td->io_ops_data;
-	const struct gpu_provider *prov = dd->prov;
+	const struct gpu_provider *prov = dd->buf.prov;
 	char msg[384];
 	int ret;
 
-	gpu_buf_init(&dd->buf, prov, dd->buf.dev_id, total_mem);
-	dd->buf.spin_ns = dd->spin_ns;
-	ret = dbr_check_reg_bytes(dd->buf.size,
+	ret = dbr_check_reg_bytes(gpu_buf_round(total_mem),
 				  (size_t)td->o.iodepth * td_max_bs(td),
 				  msg, sizeof(msg));
 	if (ret)
 		return dbr_fail(td, -ret, "iomem_alloc", msg);
-	ret = gpu_buf_alloc(&dd->buf, dd->nr_ios);
+	ret = gpu_buf_alloc(&dd->buf, total_mem, dd->nr_ios);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
 			 prov->name, dd->buf.size >> 20, dd->buf.dev_id,
@@ -1432,7 +407,7 @@ static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
  * fio's data, not whatever the allocator left there. */
 static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 {
-	const struct gpu_provider *prov = dd->prov;
+	const struct gpu_provider *prov = dd->buf.prov;
 	uint64_t ticket;
 	char msg[256];
 	int ret;
@@ -1459,7 +434,7 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
 	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s%s%s",
-		 td->o.name, dd->prov->name, dd->buf.dev_id,
+		 td->o.name, dd->buf.prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
 		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
@@ -1511,7 +486,7 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 		return dbr_fail(td, -ret, "register file", msg);
 	}
 	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s%s failed: %s%s",
-		 dd->buf.size >> 20, dd->prov->name, f->file_name,
+		 dd->buf.size >> 20, dd->buf.prov->name, f->file_name,
 		 dd->ring.nr_files ? " (and the file, registerfiles)" : "",
 		 strerror(-ret),
 		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
@@ -1692,134 +667,16 @@ static struct io_u *dbr_event(struct thread_data *td, int event)
 /* ------------------------------------------------------------------------ */
 /* teardown                                                                 */
 
-/* the copy stream's counters, live or as iomem_free left them */
-static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
-{
-	return dd->buf.stream ? gpu_buf_stats(&dd->buf) : &dd->copy_stats;
-}
-
-static double per_unit_us(uint64_t ns, unsigned long n)
-{
-	return n ? (double)ns / 1000.0 / (double)n : 0.0;
-}
-
 /*
- * What the thread's copies and the ring did: copies per runtime call shows
- * how well copies were batched, fences how often the engine asked the GPU
- * "done yet?", held back how often ordering made an I/O wait.
+ * The thread's end, once: its results counted and said, then everything it
+ * holds released. A failed init ends the thread at once; fio's cleanup then
+ * finds it ended and frees the state alone.
  */
-
-static void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
+static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 {
-	static const struct dbr_pipe_stats none;
-	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
-	const struct dbr_pipe_stats *ps = &none;
-
-	if (!dd->ring.ready || (!dd->ring.reissues && !cs->copies))
+	if (dd->ended)
 		return;
-	if (dd->pipe_ready)
-		ps = &dd->pipe.st;
-	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy), copies done %.1f us after queueing (mean), %lu fences (%lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
-		 td->o.name, td->subjob_number, dd->ring.reissues,
-		 dd->ring.reissues == 1 ? "" : "s", cs->copies, cs->calls,
-		 cs->merged, per_unit_us(cs->call_ns, cs->copies),
-		 per_unit_us(ps->copy_ns, ps->copied), cs->fences, cs->queries,
-		 cs->waits, ps->held_back, ps->copy_errors);
-}
-
-/* The thread's results, in fio's own figures: what fio's report says of it */
-static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
-			  struct dbr_result *r)
-{
-	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
-	static const int ddir[DBR_NR_DIRS] = { DDIR_READ, DDIR_WRITE };
-	int d;
-
-	memset(r, 0, sizeof(*r));
-	snprintf(r->job, sizeof(r->job), "%s", td->o.name ? td->o.name : "");
-	r->thread = td->subjob_number;
-	r->group = td->groupid;
-	r->pid = getpid();
-	r->dev = -1;
-	if (dd->placed)
-		dbr_result_set_gpu(r, dd->prov, dd->buf.dev_id);
-	r->p2p = dd->p2p;
-	for (d = 0; d < DBR_NR_DIRS; d++) {
-		r->bytes[d] = td->io_bytes[ddir[d]];
-		r->ios[d] = td->ts.total_io_u[ddir[d]];
-		r->runtime_ms[d] = td->ts.runtime[ddir[d]];
-	}
-	r->copies = cs->copies;
-	r->copy_calls = cs->calls;
-	r->reissues = dd->ring.reissues;
-	r->error = td->error;
-}
-
-static void dbr_say_sums(const struct dbr_gpu_sum *s, int n, bool more)
-{
-	char line[512];
-	bool moved = false, groups = false;
-	int i;
-
-	for (i = 0; i < n; i++) {
-		moved = moved || s[i].ios[DBR_RD] || s[i].ios[DBR_WR];
-		groups = groups || s[i].group != s[0].group;
-	}
-	if (!moved)
-		return;
-	/* stonewalled groups ran one after the other: a line per group */
-	for (i = 0; i < n; i++) {
-		dbr_gpu_sum_line(&s[i], groups, line, sizeof(line));
-		dbr_info("per GPU: %s", line);
-	}
-	if (more)
-		dbr_info("per GPU: more GPU and path pairs than the %d said; gpu_stats_file has every thread",
-			 DBR_MAX_GPU_SUMS);
-}
-
-/*
- * Every thread's results go into the run's table once (dd NULL: a thread
- * that never got its state); the last thread of the run says the sums. The
- * record goes to gpu_stats_file.
- */
-static void dbr_end_results(struct thread_data *td, struct dbr_data *dd)
-{
-	struct dbr_options *o = td->eo;
-	struct dbr_gpu_sum *sums;
-	struct dbr_result r;
-	char run[48];
-	bool more = false;
-	int n, ret;
-
-	if (!o || o->tallied)
-		return;
-	o->tallied = 1;
-	/* a thread with stats_fd joined the run in init: the run id is set */
-	if (dd)
-		dbr_result_of(td, dd, &r);
-	if (dd && dd->stats_fd >= 0) {
-		dbr_tally_run_id(run, sizeof(run));
-		ret = dbr_result_append(dd->stats_fd, &r, run);
-		if (ret < 0)
-			log_err("%s: gpu_stats_file: writing thread %u's record failed: %s\n",
-				DBR_NAME, td->subjob_number, strerror(-ret));
-	}
-	sums = calloc(DBR_MAX_GPU_SUMS, sizeof(*sums));
-	n = dbr_tally_end(dbr_run_of(td), dbr_run_threads(), dd ? &r : NULL,
-			  sums, sums ? DBR_MAX_GPU_SUMS : 0, &more);
-	if (n > 0)
-		dbr_say_sums(sums, n, more);
-	free(sums);
-}
-
-static void dbr_cleanup(struct thread_data *td)
-{
-	struct dbr_data *dd = td->io_ops_data;
-
-	if (!dd) {
-		dbr_end_results(td, NULL);
-		return;
-	}
+	dd->ended = true;
 	dbr_say_counts(td, dd);
 	dbr_end_results(td, dd);
 	if (dd->stats_fd >= 0)
@@ -1829,6 +686,18 @@ static void dbr_cleanup(struct thread_data *td)
 	if (dd->pipe_ready)
 		dbr_pipe_exit(&dd->pipe);
 	dbr_ring_exit(&dd->ring);
+}
+
+/* dd NULL: init never ran (or got no memory), the thread counts all the same */
+static void dbr_cleanup(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+
+	if (!dd) {
+		dbr_end_results(td, NULL);
+		return;
+	}
+	dbr_end(td, dd);
 	dbr_free_state(dd);
 	td->io_ops_data = NULL;
 }

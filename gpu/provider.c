@@ -66,18 +66,18 @@ size_t gpu_buf_round(size_t size)
 }
 
 void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
-		  int dev_id, size_t size)
+		  int dev_id, long spin_ns)
 {
 	memset(b, 0, sizeof(*b));
 	b->prov = prov;
 	b->dev_id = dev_id;
-	b->size = gpu_buf_round(size);
 	b->dmabuf_fd = -1;
-	b->spin_ns = gpu_spin_ns();
+	b->spin_ns = spin_ns;
 }
 
-int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_fences)
+int gpu_buf_alloc(struct gpu_buf *b, size_t size, unsigned int nr_fences)
 {
+	b->size = gpu_buf_round(size);
 	/* providers left out at configure time have no alloc */
 	if (!b->prov->alloc)
 		return -ENOTSUP;
@@ -86,7 +86,7 @@ int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_fences)
 
 void gpu_buf_free(struct gpu_buf *b)
 {
-	if (b->prov)
+	if (b->prov && b->prov->free)
 		b->prov->free(b);
 }
 

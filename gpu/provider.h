@@ -51,8 +51,7 @@ struct gpu_buf {
 	int dmabuf_fd;		/* -1 until exported */
 	bool host_is_device;	/* shadow is the device memory: no copies */
 	long spin_ns;		/* a wait for copies spins this long, then
-				 * sleeps (< 0: never sleeps); gpu_spin_ns()
-				 * unless the caller sets it after init */
+				 * sleeps (< 0: never sleeps); set by init */
 	struct gpu_stream *stream;	/* device providers' copy stream */
 	char why[192];		/* runtime detail of the last failure */
 };
@@ -99,9 +98,14 @@ extern const struct gpu_provider gpu_hip_provider;
 const struct gpu_provider *gpu_provider_by_name(const char *name);
 const struct gpu_provider *gpu_provider_auto(char *why, size_t len);
 
+/*
+ * A buffer on device dev_id of prov whose copy waits spin spin_ns (the
+ * caller's setting, else gpu_spin_ns()); nothing is allocated yet.
+ */
 void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
-		  int dev_id, size_t size);
-int gpu_buf_alloc(struct gpu_buf *b, unsigned int nr_fences);
+		  int dev_id, long spin_ns);
+/* Allocate size bytes (gpu_buf_round) with room for nr_fences fences. */
+int gpu_buf_alloc(struct gpu_buf *b, size_t size, unsigned int nr_fences);
 void gpu_buf_free(struct gpu_buf *b);
 
 /*
@@ -117,7 +121,8 @@ const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
 
 /*
  * Nanoseconds a wait for copies spins before it sleeps, < 0: no sleep; from
- * $DBR_GPU_SPIN_US (microseconds) or the default. Each gpu_buf starts with it.
+ * $DBR_GPU_SPIN_US (microseconds) or the default: what gpu_buf_init gets
+ * where the caller has no setting of its own.
  */
 long gpu_spin_ns(void);
 /* CLOCK_MONOTONIC in nanoseconds */

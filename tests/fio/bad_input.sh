@@ -102,10 +102,12 @@ DBR_GPU_STATS_FILE=$TMPD/no-such-dir/e.jsonl run_refused stats-file-env \
 # fio's error record (err=N/file:F:L, func=X) names the line that refused, not
 # a helper every refusal goes through
 record_names_caller() {
-	local rec line func src=$SRCDIR/engine/fio_engine.c
-	rec=$(grep -o 'file:[^,]*fio_engine\.c:[0-9]*, func=[^,]*' "$TMPD/$1.out" | head -1)
-	line=${rec#*fio_engine.c:}
-	line=${line%%,*}
+	local rec line func src
+	rec=$(grep -o 'file:[^,]*engine/[a-z_]*\.c:[0-9]*, func=[^,]*' "$TMPD/$1.out" | head -1)
+	src=${rec#file:}
+	src=$SRCDIR/engine/$(basename "${src%%:*}")
+	line=${rec%%, func=*}
+	line=${line##*:}
 	func=${rec#*func=}
 	if [ -n "$rec" ] && sed -n "${line},$((line + 2))p" "$src" | grep -qF "\"$func\""; then
 		pass "$1: fio's error record names the refusing line ($line, func=$func)"

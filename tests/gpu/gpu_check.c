@@ -160,8 +160,8 @@ static int run_one(struct worker *w, struct gpu_buf *b)
 	char exp[256];
 	int ret;
 
-	gpu_buf_init(b, opt.prov, w->dev, opt.size);
-	ret = gpu_buf_alloc(b, NR_CHUNKS);
+	gpu_buf_init(b, opt.prov, w->dev, gpu_spin_ns());
+	ret = gpu_buf_alloc(b, opt.size, NR_CHUNKS);
 	if (ret) {
 		snprintf(w->line, sizeof(w->line), "alloc %zu MiB on device %d failed: %s (%s)",
 			 b->size >> 20, w->dev, strerror(-ret),

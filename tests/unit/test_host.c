@@ -52,9 +52,10 @@ static void test_host_buf(void)
 	int fds = count_fds(), ret;
 	struct gpu_buf b;
 
-	gpu_buf_init(&b, &gpu_host_provider, 0, 3 << 20);
-	CHECK(b.size == 4u << 20 && b.dmabuf_fd == -1, "buffer sized to 4 MiB");
-	ret = gpu_buf_alloc(&b, 8);
+	gpu_buf_init(&b, &gpu_host_provider, 0, gpu_spin_ns());
+	CHECK(b.dmabuf_fd == -1 && !b.host, "nothing held before alloc");
+	ret = gpu_buf_alloc(&b, 3 << 20, 8);
+	CHECK(b.size == 4u << 20, "buffer sized to 4 MiB");
 	CHECK(ret == 0 && b.host && b.host_is_device, "host memory allocated (%d)", ret);
 	if (ret)
 		return;

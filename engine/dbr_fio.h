@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the fio glue's files share: the option struct, a thread's state, and
+ * the engine's voice on fio's output. fio_engine.c holds the option table,
+ * the hooks and the ops table; settle.c settles a thread's settings at init
+ * (transfer path, provider and device, gpu_sync, spin time, checks);
+ * report.c says what a thread did at its end; placement.c and peers.c plan
+ * across the threads of the run. The fio-free units (ring, pipeline, config,
+ * target, topology, results, gpu/) never include this.
+ */
+#ifndef DBR_FIO_H
+#define DBR_FIO_H
+
+#include <stdbool.h>
+
+#include "fio.h"
+
+#include "dbr_config.h"
+#include "pipeline.h"
+#include "provider.h"
+#include "ring.h"
+
+#define DBR_NAME	"dmabuf_uring"
+
+/* ------------------------------------------------------------------------ */
+/* options (fio_engine.c's table fills the struct)                         */
+
+enum dbr_gpu_choice {
+	DBR_GPU_AUTO,
+	DBR_GPU_CUDA,
+	DBR_GPU_HIP,
+	DBR_GPU_HOST,
+};
+
+enum dbr_gpu_cpus {
+	DBR_CPUS_NONE,
+	DBR_CPUS_AUTO,
+};
+
+struct dbr_options {
+	void *pad;		/* fio keeps its td pointer here */
+	unsigned int gpu;
+	char *gpu_dev_ids;
+	unsigned int gpu_cpus;
+	unsigned int transfer;
+	unsigned int gpu_sync;
+	unsigned int registerfiles;
+	unsigned int sqpoll;
+	unsigned int sqpoll_cpu;
+	unsigned int sqpoll_cpu_set;
+	unsigned int hipri;
+	unsigned int force_async;
+	char *stats_file;
+	char *spin_us;
+};
+
+/* ------------------------------------------------------------------------ */
+/* per-thread state                                                         */
+
+struct dbr_data {
+	struct dbr_ring ring;
+	struct gpu_buf buf;
+	struct dbr_pipe pipe;
+	bool pipe_ready;
+	const struct gpu_provider *prov;
+	bool p2p;		/* registered dma-buf per file, else host slot 0 */
+	bool sync;		/* gpu_sync resolved */
+	bool host_registered;
+	bool *slot_live;	/* p2p: slot per file installed */
+	unsigned int nr_slots;	/* files: fixed-file slots, for p2p buffer slots */
+	struct dbr_pio *ios;	/* indexed by io_u->index */
+	unsigned int nr_ios;
+	struct dbr_pio **events;
+	struct io_u **queued;	/* since the last commit, for issue times */
+	unsigned int nr_queued;
+	unsigned int prepped;	/* force_async: requests since the last async one */
+	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
+	int stats_fd;		/* gpu_stats_file, or -1 */
+	bool ended;		/* dbr_end ran: results counted, all released */
+	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
+};
+
+/*
+ * One line naming cause and fix, then fio's own error record; evaluates to 1.
+ * A macro so that td_verror's file:line in the record is the caller's.
+ */
+#define dbr_fail(td, err, func, msg) ({				\
+	log_err("%s: %s\n", DBR_NAME, (msg));			\
+	td_verror((td), (err), (func));				\
+	1;							\
+})
+
+static inline bool dbr_first_thread(struct thread_data *td)
+{
+	return td->subjob_number == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* report.c: the engine's lines, and a thread's end                         */
+
+/* One line of ours, where fio's output format lets it go (report.c). */
+void dbr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* What the thread's copies and the ring did, in one line (when any). */
+void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);
+
+/*
+ * The thread's results into the run's table and gpu_stats_file (dd NULL:
+ * a thread that never got its state); the run's last thread says the sums.
+ */
+void dbr_end_results(struct thread_data *td, struct dbr_data *dd);
+
+/* ------------------------------------------------------------------------ */
+/* settle.c: a thread's settings, at init; each 0 or 1 (dbr_fail said why)  */
+
+/* gpu_spin_us, else $DBR_GPU_SPIN_US or the default */
+int dbr_pick_spin(struct thread_data *td, long *spin_ns);
+/* gpu_stats_file, else $DBR_GPU_STATS_FILE, opened into dd->stats_fd */
+int dbr_open_stats(struct thread_data *td, struct dbr_data *dd);
+/* the option checks for transfer path xfer */
+int dbr_check(struct thread_data *td, enum dbr_transfer xfer);
+/* transfer=auto settled, p2p that cannot run refused */
+int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer);
+/* the provider gpu= names and the thread's device on it */
+int dbr_pick_provider(struct thread_data *td,
+		      const struct gpu_provider **provp, int *dev);
+/* gpu_cpus=auto applied (never fails: dd->cpus_said says what it did) */
+void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
+/* gpu_sync settled into dd->sync */
+int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd);
+/* files the thread may open: a fixed-file slot each, for p2p a buffer slot */
+unsigned int dbr_nr_files(struct thread_data *td);
+
+#endif

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the engine says: its lines on fio's output (dbr_info), and at a
+ * thread's end what its copies and ring did, its results record
+ * (gpu_stats_file) and, from the run's last thread, the per-GPU sums
+ * (results.h keeps the table).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dbr_fio.h"
+#include "peers.h"
+#include "results.h"
+
+/*
+ * fio's output (log_info) is for people alone when it is the normal format
+ * on stdout. json, json+ and terse must parse, and a --output=FILE gets what
+ * a job process logs only from fio 3.42 on (older fio loses it with the
+ * process). Under fio --server, log_info carries the line to the client.
+ */
+static bool dbr_info_to_stderr(void)
+{
+	if (is_backend)
+		return false;
+	return (output_format & ~FIO_OUTPUT_NORMAL) || f_out != stdout;
+}
+
+/*
+ * What the engine has to say (which path runs, reissue counts) goes with
+ * fio's normal output on stdout. Else it goes straight to stderr, in one
+ * write, so json, json+ and terse output, on stdout or in a file, is fio's
+ * alone; normal output into a file gets the line as well.
+ */
+void dbr_info(const char *fmt, ...)
+{
+	char line[768];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = snprintf(line, sizeof(line), "%s: ", DBR_NAME);
+	vsnprintf(line + len, sizeof(line) - len - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	if (dbr_info_to_stderr()) {
+		/* one write: the lines of several job threads never interleave */
+		ssize_t ret = write(STDERR_FILENO, line, strlen(line));
+
+		(void)ret;
+		if (output_format != FIO_OUTPUT_NORMAL)
+			return;
+	}
+	log_info("%s", line);
+}
+
+/* the copy stream's counters, live or as iomem_free left them */
+static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
+{
+	return dd->buf.stream ? gpu_buf_stats(&dd->buf) : &dd->copy_stats;
+}
+
+static double per_unit_us(uint64_t ns, unsigned long n)
+{
+	return n ? (double)ns / 1000.0 / (double)n : 0.0;
+}
+
+/*
+ * What the thread's copies and the ring did: copies per runtime call shows
+ * how well copies were batched, fences how often the engine asked the GPU
+ * "done yet?", held back how often ordering made an I/O wait.
+ */
+
+void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
+{
+	static const struct dbr_pipe_stats none;
+	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
+	const struct dbr_pipe_stats *ps = &none;
+
+	if (!dd->ring.ready || (!dd->ring.reissues && !cs->copies))
+		return;
+	if (dd->pipe_ready)
+		ps = &dd->pipe.st;
+	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy), copies done %.1f us after queueing (mean), %lu fences (%lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
+		 td->o.name, td->subjob_number, dd->ring.reissues,
+		 dd->ring.reissues == 1 ? "" : "s", cs->copies, cs->calls,
+		 cs->merged, per_unit_us(cs->call_ns, cs->copies),
+		 per_unit_us(ps->copy_ns, ps->copied), cs->fences, cs->queries,
+		 cs->waits, ps->held_back, ps->copy_errors);
+}
+
+/* The thread's results, in fio's own figures: what fio's report says of it */
+static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
+			  struct dbr_result *r)
+{
+	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
+	static const int ddir[DBR_NR_DIRS] = { DDIR_READ, DDIR_WRITE };
+	int d;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->job, sizeof(r->job), "%s", td->o.name ? td->o.name : "");
+	r->thread = td->subjob_number;
+	r->group = td->groupid;
+	r->pid = getpid();
+	r->dev = -1;
+	if (dd->buf.prov)
+		dbr_result_set_gpu(r, dd->buf.prov, dd->buf.dev_id);
+	r->p2p = dd->p2p;
+	for (d = 0; d < DBR_NR_DIRS; d++) {
+		r->bytes[d] = td->io_bytes[ddir[d]];
+		r->ios[d] = td->ts.total_io_u[ddir[d]];
+		r->runtime_ms[d] = td->ts.runtime[ddir[d]];
+	}
+	r->copies = cs->copies;
+	r->copy_calls = cs->calls;
+	r->reissues = dd->ring.reissues;
+	r->error = td->error;
+}
+
+static void dbr_say_sums(const struct dbr_gpu_sum *s, int n, bool more)
+{
+	char line[512];
+	bool moved = false, groups = false;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		moved = moved || s[i].ios[DBR_RD] || s[i].ios[DBR_WR];
+		groups = groups || s[i].group != s[0].group;
+	}
+	if (!moved)
+		return;
+	/* stonewalled groups ran one after the other: a line per group */
+	for (i = 0; i < n; i++) {
+		dbr_gpu_sum_line(&s[i], groups, line, sizeof(line));
+		dbr_info("per GPU: %s", line);
+	}
+	if (more)
+		dbr_info("per GPU: more GPU and path pairs than the %d said; gpu_stats_file has every thread",
+			 DBR_MAX_GPU_SUMS);
+}
+
+/*
+ * Every thread's results go into the run's table once (dd NULL: a thread
+ * that never got its state); the last thread of the run says the sums. The
+ * record goes to gpu_stats_file.
+ */
+void dbr_end_results(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_gpu_sum *sums;
+	struct dbr_result r;
+	char run[48];
+	bool more = false;
+	int n, ret;
+
+	/* a thread with stats_fd joined the run in init: the run id is set */
+	if (dd)
+		dbr_result_of(td, dd, &r);
+	if (dd && dd->stats_fd >= 0) {
+		dbr_tally_run_id(run, sizeof(run));
+		ret = dbr_result_append(dd->stats_fd, &r, run);
+		if (ret < 0)
+			log_err("%s: gpu_stats_file: writing thread %u's record failed: %s\n",
+				DBR_NAME, td->subjob_number, strerror(-ret));
+	}
+	sums = calloc(DBR_MAX_GPU_SUMS, sizeof(*sums));
+	n = dbr_tally_end(dbr_run_of(td), dbr_run_threads(), dd ? &r : NULL,
+			  sums, sums ? DBR_MAX_GPU_SUMS : 0, &more);
+	if (n > 0)
+		dbr_say_sums(sums, n, more);
+	free(sums);
+}

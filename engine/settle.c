@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A thread's settings, settled at init from its options, its files, the
+ * kernel and the GPU runtime: transfer path, provider and device (with
+ * placement.c for gpu_dev_ids=auto and gpu_cpus=auto), gpu_sync, the spin
+ * time, the results file, and the option checks (config.c). Each says its
+ * refusal in one line (dbr_fail) and what auto chose once per job.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dbr_fio.h"
+#include "peers.h"
+#include "placement.h"
+#include "results.h"
+#include "target.h"
+#include "verify.h"
+
+static const char *const gpu_names[] = {
+	[DBR_GPU_AUTO] = "auto",
+	[DBR_GPU_CUDA] = "cuda",
+	[DBR_GPU_HIP] = "hip",
+	[DBR_GPU_HOST] = "host",
+};
+
+/* gpu_cpus=auto for this thread, before fio allocates its buffers */
+void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	char said[160];
+	cpu_set_t set;
+
+	if (dbr_cpus_plan(td, o->gpu_cpus == DBR_CPUS_AUTO, dd->buf.prov,
+			  dd->buf.dev_id, &set, said, sizeof(said)) < 0) {
+		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
+		return;
+	}
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "CPUs unpinned: %.120s: %s",
+			 said, strerror(errno));
+		dbr_info("%s: thread %d: gpu_cpus=auto: %s", td->o.name,
+			 td->subjob_number, dd->cpus_said);
+		return;
+	}
+	snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
+}
+
+static bool dbr_dev_ids_auto(const struct dbr_options *o)
+{
+	return o->gpu_dev_ids && !strcasecmp(o->gpu_dev_ids, "auto");
+}
+
+/* gpu_dev_ids=auto: the device planned for td, and the job's line once */
+static int dbr_pick_auto(struct thread_data *td,
+			 const struct gpu_provider *prov, int count, int *dev)
+{
+	struct dbr_options *o = td->eo;
+	struct dbr_auto_ask ask = {
+		.prov		= prov,
+		.count		= count,
+		.gpu		= gpu_names[o->gpu],
+		.cpus_auto	= o->gpu_cpus == DBR_CPUS_AUTO,
+	};
+	char line[1024];
+	int ret;
+
+	ret = dbr_place_auto(td, &ask, dev, line,
+			     dbr_first_thread(td) ? sizeof(line) : 0);
+	if (ret < 0)
+		return dbr_fail(td, -ret, "gpu_dev_ids", strerror(-ret));
+	if (dbr_first_thread(td) && line[0])
+		dbr_info("%s: gpu_dev_ids=auto: %s", td->o.name, line);
+	return 0;
+}
+
+/* The provider gpu= names and the device of this thread on it. */
+int dbr_pick_provider(struct thread_data *td,
+		      const struct gpu_provider **provp, int *dev)
+{
+	struct dbr_options *o = td->eo;
+	const struct gpu_provider *prov;
+	int ids[DBR_MAX_DEV_IDS], nr, count;
+	char why[512] = "", msg[640];
+
+	if (o->gpu == DBR_GPU_AUTO) {
+		prov = gpu_provider_auto(why, sizeof(why));
+		if (dbr_first_thread(td) && why[0])
+			dbr_info("%s: gpu=auto -> %s (%s)", td->o.name,
+				 prov->name, why);
+		why[0] = '\0';
+	} else
+		prov = gpu_provider_by_name(gpu_names[o->gpu]);
+	if (!prov) {
+		snprintf(msg, sizeof(msg), "gpu=%s: provider not compiled in; rebuild with ./configure --with-%s, or use gpu=host",
+			 gpu_names[o->gpu], gpu_names[o->gpu]);
+		return dbr_fail(td, ENOTSUP, "gpu provider", msg);
+	}
+	count = prov->probe(why, sizeof(why));
+	if (count <= 0) {
+		snprintf(msg, sizeof(msg), "gpu=%s: %s; use gpu=host to run without a GPU",
+			 prov->name, why[0] ? why : "no usable device");
+		return dbr_fail(td, count ? -count : ENODEV, "gpu provider",
+				msg);
+	}
+	*provp = prov;
+	if (dbr_dev_ids_auto(o))
+		return dbr_pick_auto(td, prov, count, dev);
+	nr = dbr_parse_dev_ids(o->gpu_dev_ids, ids, DBR_MAX_DEV_IDS, msg,
+			       sizeof(msg));
+	if (nr < 0)
+		return dbr_fail(td, EINVAL, "gpu_dev_ids", msg);
+	*dev = dbr_pick_dev(ids, nr, td->subjob_number);
+	if (*dev >= count) {
+		snprintf(msg, sizeof(msg), "gpu_dev_ids=%s: device %d does not exist, gpu=%s sees %d device%s (0..%d); fix gpu_dev_ids",
+			 o->gpu_dev_ids, *dev, prov->name, count,
+			 count == 1 ? "" : "s", count - 1);
+		return dbr_fail(td, ENODEV, "gpu_dev_ids", msg);
+	}
+	return 0;
+}
+/* First file that p2p cannot register against, or NULL. */
+static struct fio_file *dbr_non_nvme_file(struct thread_data *td,
+					  struct dbr_target *t)
+{
+	struct fio_file *f;
+	unsigned int i;
+
+	for_each_file(td, f, i) {
+		if (dbr_target_inspect(f->file_name, t) < 0 || !t->is_nvme_ns)
+			return f;
+	}
+	return NULL;
+}
+
+/* What the transfer decision needs to know, gathered from fio and the kernel. */
+static void dbr_p2p_facts(struct thread_data *td, struct dbr_p2p_facts *pf,
+			  struct dbr_target *t)
+{
+	struct fio_file *f = dbr_non_nvme_file(td, t);
+
+	pf->probe = dbr_probe_p2p();
+	pf->direct = td->o.odirect;
+	pf->bad_file = f ? f->file_name : NULL;
+	pf->bad_kind = f ? dbr_target_kind(t) : NULL;
+}
+
+/* Settle transfer=auto (and say which, once per job); refuse p2p that
+ * cannot run. */
+int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
+{
+	enum dbr_transfer want = *xfer;
+	struct dbr_p2p_facts pf;
+	struct dbr_target t;
+	char why[512], msg[896];
+	int err;
+
+	if (want == DBR_XFER_BOUNCE)
+		return 0;
+	dbr_p2p_facts(td, &pf, &t);
+	err = dbr_settle_transfer(&pf, xfer, why, sizeof(why));
+	if (want == DBR_XFER_AUTO) {
+		if (dbr_first_thread(td))
+			dbr_info("%s: transfer=auto -> %s%s%s", td->o.name,
+				 dbr_transfer_name(*xfer), why[0] ? ": " : "", why);
+		return 0;
+	}
+	if (!err)
+		return 0;
+	snprintf(msg, sizeof(msg), "transfer=p2p cannot run: %s. Use transfer=bounce (or transfer=auto) here; 'dmabuf-doctor %s' checks everything p2p needs",
+		 why, td->files_index ? td->files[0]->file_name : "/dev/nvmeXnY");
+	return dbr_fail(td, err, "p2p", msg);
+}
+
+/* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */
+unsigned int dbr_nr_files(struct thread_data *td)
+{
+	unsigned int n = td->files_index > td->o.nr_files ? td->files_index :
+			 td->o.nr_files;
+
+	return n ? n : 1;
+}
+
+int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
+{
+	struct dbr_options *o = td->eo;
+	char msg[384], cpus[128];
+	struct dbr_job j = {
+		.transfer	= xfer,
+		.direct		= td->o.odirect,
+		.hipri		= o->hipri,
+		.does_trim	= td_trim(td),
+		.verify		= td->o.verify != VERIFY_NONE,
+		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
+		.nr_files	= dbr_nr_files(td),
+		.maps_per_dev	= xfer == DBR_XFER_P2P ?
+				  dbr_maps_per_dev(td, dbr_transfer_name(o->transfer)) : 0,
+		.sqpoll_cpu	= o->sqpoll && o->sqpoll_cpu_set ?
+				  (int)o->sqpoll_cpu : -1,
+		.online_cpus	= cpus,
+	};
+	int ret;
+
+	if (j.sqpoll_cpu >= 0 && dbr_online_cpus(cpus, sizeof(cpus)) < 0)
+		j.online_cpus = NULL;	/* unknown: the kernel will say */
+	ret = dbr_check_job(&j, msg, sizeof(msg));
+
+	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
+}
+
+/* Settle gpu_sync for the provider picked: refuse verify without it, and
+ * say (once per job) when fio's buffer options turn it on or go unheard. */
+int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	struct thread_options *to = &td->o;
+	struct dbr_sync_job j = {
+		.setting	= o->gpu_sync,
+		.copies		= dd->buf.prov != &gpu_host_provider,
+		.verify		= to->verify != VERIFY_NONE,
+		.writes		= td_write(td),
+		.buf = {
+			.pattern	= to->buffer_pattern_bytes > 0,
+			.compress	= to->compress_percentage > 0,
+			.dedupe		= to->dedupe_percentage > 0,
+			.refill		= to->refill_buffers,
+			.scramble	= to->scramble_buffers &&
+					  fio_option_is_set(to, scramble_buffers),
+			.zero		= to->zero_buffers,
+		},
+	};
+	char msg[384];
+	int ret = dbr_gpu_sync_on(&j, msg, sizeof(msg));
+
+	if (ret < 0)
+		return dbr_fail(td, -ret, "gpu_sync", msg);
+	dd->sync = ret;
+	if (msg[0] && dbr_first_thread(td))
+		dbr_info("%s: %s", td->o.name, msg);
+	return 0;
+}
+
+/* gpu_stats_file, else $DBR_GPU_STATS_FILE: opened now so a bad path stops
+ * the job before it runs, not after */
+int dbr_open_stats(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	const char *env = getenv("DBR_GPU_STATS_FILE");
+	const char *path = o->stats_file && o->stats_file[0] ? o->stats_file : env;
+	char msg[640];
+
+	if (!path || !path[0])
+		return 0;
+	dd->stats_fd = dbr_results_open(path);
+	if (dd->stats_fd >= 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "%s=%.400s: cannot append to it: %s; %s",
+		 path == env ? "DBR_GPU_STATS_FILE" : "gpu_stats_file", path,
+		 strerror(-dd->stats_fd), path == env ?
+		 "point it at a file in a writable directory, or unset it" :
+		 "give a file in a writable directory, or drop gpu_stats_file");
+	return dbr_fail(td, -dd->stats_fd, "gpu_stats_file", msg);
+}
+
+/* gpu_spin_us, else $DBR_GPU_SPIN_US or the default (gpu_spin_ns) */
+int dbr_pick_spin(struct thread_data *td, long *spin_ns)
+{
+	struct dbr_options *o = td->eo;
+	char msg[256];
+	int ret;
+
+	*spin_ns = gpu_spin_ns();
+	if (!o->spin_us)
+		return 0;
+	ret = dbr_parse_spin_us(o->spin_us, spin_ns, msg, sizeof(msg));
+	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
+}

@@ -163,10 +163,11 @@ def _esc(s):
             .replace(">", "&gt;"))
 
 
-def _wrap(text, px, font_px):
+def _wrap(text, px, font_px, bold=False):
     """Lines of text that fit px at font_px (sans-serif: about 0.55 em a
-    character)."""
-    return textwrap.wrap(text, max(10, int(px / (0.55 * font_px)))) or [""]
+    character, 0.62 em bold)."""
+    em = 0.62 if bold else 0.55
+    return textwrap.wrap(text, max(10, int(px / (em * font_px)))) or [""]
 
 
 def _nice_max(v):
@@ -202,7 +203,7 @@ class _Svg:
     def __init__(self, title):
         self.s, self.y = [], 0
         self.series = []
-        for line in _wrap(title, WIDTH - 20, 15):
+        for line in _wrap(title, WIDTH - 20, 15, True):
             self.y += 20
             self.s.append('<text x="10" y="%d" font-size="15" '
                           'font-weight="bold">%s</text>' % (self.y,
@@ -214,7 +215,7 @@ class _Svg:
             self.series.append(series)
 
     def heading(self, text):
-        for line in _wrap(text, WIDTH - 20, 12):
+        for line in _wrap(text, WIDTH - 20, 12, True):
             self.y += 16
             self.s.append('<text x="10" y="%d" font-weight="bold">%s</text>'
                           % (self.y, _esc(line)))
@@ -321,11 +322,11 @@ def svg_trend(plot):
     repetition, one x position per stored run (labelled by commit)."""
     pts = plot["points"]
     s, y = [], 0
-    for line in _wrap(plot["title"], WIDTH - 20, 15):
+    for line in _wrap(plot["title"], WIDTH - 20, 15, True):
         y += 20
         s.append('<text x="10" y="%d" font-size="15" font-weight="bold">%s'
                  '</text>' % (y, _esc(line)))
-    top, h, x0, w = y + 20, 300, 80, WIDTH - 120
+    top, h, x0, w = y + 20, 300, 170, WIDTH - 200
     ymax = _nice_max(max([p["hi"] or p["value"] or 0 for p in pts] + [1e-9])
                      * 1.05)
 
@@ -396,6 +397,10 @@ def _mpl_bars(ax, p, seen):
         ax.axvline(p["ref"], color="black", ls="--", lw=0.8)
     hi = max([r["hi"] or r["value"] or 0 for r in rows] + [p["ref"] or 0])
     ax.set_xlim(0, hi * 1.25 or 1)
+    if p["unit"] == "IOPS":
+        from matplotlib.ticker import FuncFormatter
+        ax.xaxis.set_major_formatter(FuncFormatter(
+            lambda v, _: _fmt_iops(v) if v else "0"))
 
 
 def _mpl_dots(ax, p, seen):
@@ -455,7 +460,12 @@ def mpl_trend(plot, path):
     ax.set_xticks(xs)
     ax.set_xticklabels([p["label"] for p in pts], rotation=40, ha="right",
                        fontsize=8)
-    ax.set_ylim(0, None)
+    ax.set_ylim(0, max([p["hi"] or p["value"] or 0 for p in pts] + [1e-9])
+                * 1.1)
+    if plot["unit"] == "IOPS":
+        from matplotlib.ticker import FuncFormatter
+        ax.yaxis.set_major_formatter(FuncFormatter(
+            lambda v, _: _fmt_iops(v) if v else "0"))
     ax.set_ylabel(plot["unit"])
     ax.grid(axis="y", color="#dddddd")
     ax.set_title("\n".join(_wrap(plot["title"], WIDTH - 40, 11)),

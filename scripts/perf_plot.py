@@ -363,7 +363,7 @@ def svg_trend(plot):
     if len(line) > 1:
         s.append('<polyline fill="none" stroke="%s" points="%s"/>' % (
             IMPL_COLOURS["dbr"], " ".join(line)))
-    height = top + h + 110
+    height = top + h + 150
     head = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
             'font-family="sans-serif" font-size="12">' % (WIDTH, height),
             '<rect width="100%" height="100%" fill="white"/>']

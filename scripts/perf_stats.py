@@ -4,8 +4,10 @@ these repetitions tell?
 A fixed threshold on a median cries wolf on a noisy machine and misses real
 losses on a quiet one, so a case is judged as Google Benchmark's compare.py
 judges one: a Mann-Whitney U test over the repetitions of both sides, beside
-a minimum effect (--tolerance). A regression needs both: p < alpha and a
-ratio past the tolerance. Where the repetitions are too few for any outcome
+a minimum effect (--tolerance). A regression needs both: p < alpha, and
+the ratio's confidence interval wholly past the tolerance (so that noise
+as wide as the tolerance, which moves a point estimate past it now and
+then, does not). Where the repetitions are too few for any outcome
 to reach p < alpha, the verdict says so ("too noisy to tell") instead of
 passing in silence.
 
@@ -258,10 +260,11 @@ def judge(current, baseline, tolerance, alpha=0.05, higher_is_better=True,
         out["verdict"] = "noisy"
         out["needed"] = repetitions_needed(alpha)
         return out
-    worse = (out["ratio"] < 1.0 - tolerance if higher_is_better
-             else out["ratio"] > 1.0 + tolerance)
-    better = (out["ratio"] > 1.0 + tolerance if higher_is_better
-              else out["ratio"] < 1.0 - tolerance)
+    # the whole interval past the tolerance, not just the estimate
+    worse = (out["high"] < 1.0 - tolerance if higher_is_better
+             else out["low"] > 1.0 + tolerance)
+    better = (out["low"] > 1.0 + tolerance if higher_is_better
+              else out["high"] < 1.0 - tolerance)
     if t["p"] < alpha and worse:
         out["verdict"] = "regression"
     elif t["p"] < alpha and better:

@@ -375,6 +375,8 @@ def svg_trend(plot):
 def _mpl():
     import matplotlib
     matplotlib.use("Agg")
+    # text stays text in the SVG: searchable, selectable, smaller
+    matplotlib.rcParams["svg.fonttype"] = "none"
     import matplotlib.pyplot as plt
     return plt
 

@@ -212,6 +212,14 @@ n=$(grep -c -- "--output-format=json+" "$TMPD/dry.out")
 [ "$n" -eq 24 ] && pass "config file: 3 x 2 x 2 cases x 2 repetitions = 24 runs" ||
 	fail "config file: want 24 runs, got $n"
 
+# ---- the CI matrix file (jobs/ci-perf.ini): 2 jobs x 2 engines x 2
+# iodepths x 5 repetitions
+"$perf" --config "$SRCDIR/jobs/ci-perf.ini" --target scratch:file --dry-run \
+	--out "$TMPD/ci-dry" >"$TMPD/ci-dry.out" 2>&1
+n=$(grep -c -- "--output-format=json+" "$TMPD/ci-dry.out")
+[ "$n" -eq 40 ] && pass "jobs/ci-perf.ini: 2 x 2 x 2 cases x 5 repetitions = 40 runs" ||
+	{ fail "jobs/ci-perf.ini: want 40 runs, got $n"; tail -3 "$TMPD/ci-dry.out"; }
+
 # ---- fio client/server on loopback: the JSON has client_stats
 port=$((20000 + RANDOM % 20000))
 run_fio --server=ip:127.0.0.1,$port --daemonize="$TMPD/server.pid" >/dev/null 2>&1 &&

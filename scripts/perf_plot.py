@@ -17,8 +17,9 @@ import math
 import os
 import textwrap
 
-IMPL_COLOURS = {"dbr": "#1f77b4", "io_uring": "#ff7f0e",
-                "libcufile": "#2ca02c", "libcufile-posix": "#98df8a"}
+IMPL_COLOURS = {"dbr": "#1f77b4", "dbr-host": "#17becf",
+                "io_uring": "#ff7f0e", "libcufile": "#2ca02c",
+                "libcufile-posix": "#98df8a"}
 PCT_STYLE = (("clat_p50_us", "p50", "#444444"),
              ("clat_p99_us", "p99", "#d62728"),
              ("clat_p99.9_us", "p99.9", "#9467bd"))

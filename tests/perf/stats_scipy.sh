@@ -25,16 +25,16 @@ from scipy import stats
 import perf_stats as s
 rnd = random.Random(2222)
 worst = {"exact": 0.0, "normal": 0.0, "ties": 0.0}
-for _ in range(400):      # no ties, up to 30 values in all: exact
-    n1, n2 = rnd.randint(1, 15), rnd.randint(1, 15)
+for _ in range(400):      # no ties, up to 60 values in all: exact
+    n1, n2 = rnd.randint(1, 30), rnd.randint(1, 30)
     x = [rnd.gauss(0, 1) for _ in range(n1)]
     y = [rnd.gauss(rnd.choice((0, 0.5, 2)), 1) for _ in range(n2)]
     a = s.mann_whitney(x, y, "python")
     b = stats.mannwhitneyu(x, y, alternative="two-sided", method="exact")
     assert a["method"] == "exact"
     worst["exact"] = max(worst["exact"], abs(a["p"] - b.pvalue))
-for _ in range(400):      # ties, more than 30 values: normal
-    n1, n2 = rnd.randint(12, 40), rnd.randint(19, 40)
+for _ in range(400):      # ties, more than 60 values: normal
+    n1, n2 = rnd.randint(25, 50), rnd.randint(36, 50)
     x = [round(rnd.gauss(0, 1), 1) for _ in range(n1)]
     y = [round(rnd.gauss(rnd.choice((0, 0.3)), 1), 1) for _ in range(n2)]
     a = s.mann_whitney(x, y, "python")

@@ -77,6 +77,13 @@ assert len([c for c in root.iter(ns + 'circle') if c.get('r') == '2.5']) == 10
 " "$svg" &&
 	pass "history --case: trend table of the two runs (change on the second), plot with 2 medians and 10 repetitions" ||
 	{ fail "history table and plot (rc $rc)"; cat "$TMPD/hist.log"; }
+"$perf" history --db "$db" --metric ratio --plot svg --out "$TMPD/hist-r" >"$TMPD/hist-r.log" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "^## $c: IOPS over io_uring's" "$TMPD/hist-r.log" &&
+	[ "$(grep -c "^| [12] | .* | 5 | 0\.[45][0-9]* | " "$TMPD/hist-r.log")" -eq 2 ] &&
+	! grep -q "^## rr io_uring" "$TMPD/hist-r.log" && [ -s "$TMPD/hist-r/rr_dbr_bounce.svg" ] &&
+	pass "history --metric ratio: the case over io_uring in each run (0.5), repetition by repetition" ||
+	{ fail "history --metric ratio (rc $rc)"; cat "$TMPD/hist-r.log"; }
 mpl=
 for cand in python3 /usr/bin/python3; do
 	"$cand" -c 'import matplotlib' 2>/dev/null && { mpl=$cand; break; }

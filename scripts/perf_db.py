@@ -68,15 +68,24 @@ class DbError(Exception):
 
 def connect(path):
     """Open (creating where absent) a results database at its current
-    schema. Raises DbError for a file that is not one, or is newer."""
+    schema. Raises DbError, naming path, for a file that is not one or
+    whose schema is newer; nothing stays open then."""
     try:
         db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S,
                              isolation_level=None)
+    except sqlite3.Error as e:
+        raise DbError("%s: %s" % (path, e))
+    try:
         db.execute("PRAGMA busy_timeout = %d" % (BUSY_TIMEOUT_S * 1000))
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA foreign_keys = ON")
         _init_schema(db)
     except sqlite3.DatabaseError as e:
+        db.close()
+        raise DbError("%s: %s (give a scripts/perf results database, or a "
+                      "path that does not exist yet)" % (path, e))
+    except DbError as e:
+        db.close()
         raise DbError("%s: %s" % (path, e))
     return db
 
@@ -105,7 +114,10 @@ def store_run(db, run, records, options=None):
     """One run in one transaction: run is RUN_COLUMNS' values (and 'meta'),
     records are scripts/perf's per-repetition records, options maps a
     case id to its job file text. Returns the run's id."""
-    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as e:
+        raise DbError("cannot store the run: %s" % e)
     try:
         cur = db.execute(
             "INSERT INTO runs (%s, meta) VALUES (%s)" % (
@@ -116,8 +128,10 @@ def store_run(db, run, records, options=None):
         for cid, recs in _by_case(records).items():
             _store_case(db, run_id, cid, recs, (options or {}).get(cid))
         db.execute("COMMIT")
-    except BaseException:
+    except BaseException as e:
         db.execute("ROLLBACK")
+        if isinstance(e, sqlite3.Error):
+            raise DbError("cannot store the run: %s" % e)
         raise
     return run_id
 

@@ -485,6 +485,8 @@ def write(plot, path, kind="run", backend=None):
     backend says), else the SVG writer. Returns the writer used."""
     use_mpl = backend == "matplotlib" or (backend is None and
                                           have_matplotlib())
+    if kind == "run" and not plot["panels"]:
+        use_mpl = False         # nothing ran: a page with the title only
     if use_mpl:
         (mpl_run if kind == "run" else mpl_trend)(plot, path)
         return "matplotlib"

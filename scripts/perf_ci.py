@@ -360,11 +360,12 @@ def _bar(ratio, width=24):
 
 
 def summary(agg, rats, results, meta, title, baseline_desc, tolerance,
-            plot_name="plot.svg"):
+            plot_name="plot.svg", plot_url=None):
     """Markdown for $GITHUB_STEP_SUMMARY or a merge-request comment: the
     outcome first, the table, the ratios as a text chart (which renders
     everywhere, where an image of the job's own may not), the plot's
-    name among the artifacts, and the run's details folded away."""
+    name among the artifacts (and the image itself where plot_url says
+    where CI serves it), and the run's details folded away."""
     import perf_report
     out = ["## %s" % title, ""]
     if results is not None:
@@ -403,7 +404,10 @@ def summary(agg, rats, results, meta, title, baseline_desc, tolerance,
                 perf_report._fmt(r["ratio_min"], 3),
                 perf_report._fmt(r["ratio_max"], 3)))
         out.append("```")
-    out += ["", "Plot: `%s` in the job's artifacts." % plot_name, "",
+    out.append("")
+    if plot_url:                # where CI serves the artifact (GitLab)
+        out += ["![%s](%s)" % (title.replace("]", ")"), plot_url), ""]
+    out += ["Plot: `%s` in the job's artifacts." % plot_name, "",
             "<details><summary>run details</summary>", ""]
     for k, v in meta.items():
         out.append("- %s: %s" % (k, ("`%s`" % v) if k == "command" else v))

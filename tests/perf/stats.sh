@@ -73,7 +73,7 @@ judge() { # NAME EXTRA-ARGS...: --from NAME against base, JUnit and summary
 		--summary "$TMPD/$name.md" "$@" >"$TMPD/$name.log" 2>&1
 }
 
-judge loss
+judge loss --summary-plot-url https://ci.example/plot.svg
 rc=$?
 line=$(grep "^  $c4: REGRESSION" "$TMPD/loss.log" | head -1)
 [ "$rc" -eq 3 ] && [[ $line == *"ratio 0.9"*"["*"]"*"p=0.00794"*"n=5 vs 5"* ]] &&
@@ -159,9 +159,11 @@ fi
 grep -q "^\*\*1 regression\*\* against the results in $TMPD/base/results.json" "$TMPD/loss.md" &&
 	grep -q "^| $c4 | 5 | .* | 0\.9[0-9]* \[0\.[0-9]*, 0\.[0-9]*\] | 0\.00794 (5/5) | \*\*REGRESSION\*\* |$" "$TMPD/loss.md" &&
 	grep -q "^\*\*No regression\*\*" "$TMPD/noise.md" &&
+	grep -q "^!\[synthetic\](https://ci.example/plot.svg)$" "$TMPD/loss.md" &&
+	! grep -q "^!\[" "$TMPD/noise.md" &&
 	grep -q "too noisy to tell (needs >= 4 repetitions per side)" "$TMPD/two.md" &&
 	grep -q "^rr dbr:bounce .* 0\.[0-9]* (" "$TMPD/loss.md" &&
-	pass "summary: outcome line, a row per case with ratio [CI], p and verdict, the ratio chart" ||
+	pass "summary: outcome line, a row per case with ratio [CI], p and verdict, the ratio chart, the plot where served" ||
 	{ fail "summary Markdown"; cat "$TMPD/loss.md"; }
 
 # ---- p99 judged the same way when asked: a 10 % loss is a 10 % p99 rise

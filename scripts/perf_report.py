@@ -1,16 +1,14 @@
 """Results side of scripts/perf: aggregate repetitions, ratios between
-implementations, Markdown/CSV tables, an SVG plot, baselines.
+implementations, Markdown/CSV tables, the per-GPU SVG plot. (The run plot
+is perf_plot.py's; baselines and the judgement are perf_ci.py's.)
 
-Stdlib only (Debian's python3). The plot is SVG written by hand so that no
-plotting package is needed on CI machines.
+Stdlib only (Debian's python3).
 """
 import csv
-import datetime
 import io
 import json
 import statistics
 
-BASELINE_VERSION = 1
 METRICS = ("iops", "bw_bytes", "cpu_us_per_io", "run_cpu_us_per_io",
            "iowq_cpu_us_per_io", "iowq_workers", "clat_mean_us", "clat_p50_us", "clat_p99_us", "clat_p99.9_us")
 
@@ -237,65 +235,7 @@ def write_csv(path, agg):
                        (a["iops_min"], a["iops_max"]))
 
 
-# ---------------------------------------------------------------- baseline
-
-def baseline_doc(agg, meta):
-    return {"version": BASELINE_VERSION,
-            "created": datetime.datetime.now().isoformat(timespec="seconds"),
-            "meta": meta,
-            "cases": {cid: {m: a[m] for m in METRICS}
-                      for cid, a in agg.items() if a["n"]}}
-
-
-def compare(agg, base, tolerance, lat_tolerance=None):
-    """Cases that got worse than the baseline by more than the tolerance
-    (fractions: 0.05 = 5%). IOPS always; p99 completion latency when
-    lat_tolerance is given. Returns (regressions, notes): regressions are
-    (case id, metric, baseline, now, change as a fraction)."""
-    regressions, notes = [], []
-    cases = base.get("cases", {})
-    for cid, a in agg.items():
-        b = cases.get(cid)
-        if b is None:
-            notes.append("%s: not in the baseline" % cid)
-            continue
-        if not a["n"]:
-            regressions.append((cid, "failed", b.get("iops"), None, -1.0))
-            continue
-        if b.get("iops") and a["iops"] is not None:
-            change = a["iops"] / b["iops"] - 1.0
-            if change < -tolerance:
-                regressions.append((cid, "iops", b["iops"], a["iops"], change))
-        p99 = "clat_p99_us"
-        if lat_tolerance is not None and b.get(p99) and a.get(p99):
-            change = a[p99] / b[p99] - 1.0
-            if change > lat_tolerance:
-                regressions.append((cid, p99, b[p99], a[p99], change))
-    for cid in cases:
-        if cid not in agg:
-            notes.append("%s: in the baseline, not run now" % cid)
-    return regressions, notes
-
-
-def regression_line(r):
-    cid, metric, was, now, change = r
-    if metric == "failed":
-        return "%s: failed now (baseline %s IOPS)" % (cid, fmt_iops(was))
-    if metric == "iops":
-        return "%s: IOPS %s -> %s (%+.1f%%)" % (cid, fmt_iops(was),
-                                                fmt_iops(now), change * 100)
-    return "%s: %s %.1f -> %.1f us (%+.1f%%)" % (cid, metric, was, now,
-                                                 change * 100)
-
-
-# -------------------------------------------------------------------- plot
-
-IMPL_COLOURS = {"dbr": "#1f77b4", "dbr-host": "#9467bd", "io_uring": "#ff7f0e",
-                "libcufile": "#2ca02c", "libcufile-posix": "#98df8a"}
-PCT_STYLE = (("clat_p50_us", "p50", "#444444", 4),
-             ("clat_p99_us", "p99", "#d62728", 4),
-             ("clat_p99.9_us", "p99.9", "#9467bd", 3))
-
+# ------------------------------------------------------------ GPU plot
 
 def _esc(s):
     return (str(s).replace("&", "&amp;").replace("<", "&lt;")
@@ -310,96 +250,6 @@ def _nice_max(v):
         if step * mag >= v:
             return step * mag
     return 10 * mag
-
-
-def svg_plot(agg, rats, title):
-    """Two panels, one row per case: IOPS (median bar, min-max whisker,
-    ratio to the reference at the bar's end) and completion-latency
-    percentiles on a log scale."""
-    rows = [(cid, a) for cid, a in agg.items()]
-    ratio_of = {r["id"]: r for r in rats}
-    label_w, bar_w, lat_w, row_h, top = 330, 380, 300, 22, 58
-    width = label_w + bar_w + 70 + lat_w + 30
-    height = top + row_h * len(rows) + 50
-    xmax = _nice_max(max([a["iops_max"] or 0 for _, a in rows] + [1]))
-    lats = [a[k] for _, a in rows for k, *_ in PCT_STYLE if a.get(k)]
-    import math
-    lo = 10 ** math.floor(math.log10(min(lats))) if lats else 1
-    hi = 10 ** math.ceil(math.log10(max(lats))) if lats else 10
-    if hi <= lo:
-        hi = lo * 10
-    lx0 = label_w + bar_w + 70
-
-    def xb(v):
-        return label_w + bar_w * v / xmax
-
-    def xl(v):
-        return lx0 + lat_w * (math.log10(v) - math.log10(lo)) / (
-            math.log10(hi) - math.log10(lo))
-
-    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-         'font-family="sans-serif" font-size="12">' % (width, height),
-         '<rect width="100%" height="100%" fill="white"/>',
-         '<text x="10" y="20" font-size="15" font-weight="bold">%s</text>'
-         % _esc(title),
-         '<text x="%d" y="44" font-weight="bold">IOPS (median; whisker: '
-         'min-max over repetitions)</text>' % label_w,
-         '<text x="%d" y="44" font-weight="bold">completion latency, us '
-         '(log)</text>' % lx0]
-    y_end = top + row_h * len(rows)
-    for i in range(5):
-        v = xmax * i / 4
-        x = xb(v)
-        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
-                 % (x, top - 4, x, y_end))
-        s.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
-                 % (x, y_end + 16, fmt_iops(v) if v else "0"))
-    d = lo
-    while d <= hi * 1.0001:
-        x = xl(d)
-        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
-                 % (x, top - 4, x, y_end))
-        s.append('<text x="%.1f" y="%d" text-anchor="middle">%g</text>'
-                 % (x, y_end + 16, d))
-        d *= 10
-    for i, (cid, a) in enumerate(rows):
-        y = top + i * row_h
-        colour = IMPL_COLOURS.get(a["case"]["impl"], "#7f7f7f")
-        s.append('<text x="%d" y="%d" text-anchor="end">%s</text>'
-                 % (label_w - 8, y + 14, _esc(cid)))
-        if not a["n"]:
-            s.append('<text x="%d" y="%d" fill="#d62728">failed</text>'
-                     % (label_w + 4, y + 14))
-            continue
-        s.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>'
-                 % (label_w, y + 3, xb(a["iops"]) - label_w, row_h - 6,
-                    colour))
-        s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>'
-                 % (xb(a["iops_min"]), y + row_h // 2, xb(a["iops_max"]),
-                    y + row_h // 2))
-        text = fmt_iops(a["iops"])
-        if cid in ratio_of:
-            text += "  x%.3f" % ratio_of[cid]["ratio"]
-        s.append('<text x="%.1f" y="%d">%s</text>'
-                 % (xb(a["iops_max"]) + 4, y + 15, _esc(text)))
-        for key, _, c, r in PCT_STYLE:
-            if a.get(key):
-                s.append('<circle cx="%.1f" cy="%d" r="%d" fill="%s"/>'
-                         % (xl(a[key]), y + row_h // 2, r, c))
-    ly = height - 14
-    x = 10
-    for impl, c in IMPL_COLOURS.items():
-        s.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>'
-                 '<text x="%d" y="%d">%s</text>' % (x, ly - 10, c, x + 16,
-                                                    ly, impl))
-        x += 100
-    for _, name, c, r in PCT_STYLE:
-        s.append('<circle cx="%d" cy="%d" r="%d" fill="%s"/>'
-                 '<text x="%d" y="%d">%s</text>' % (x + 6, ly - 4, r, c,
-                                                    x + 14, ly, name))
-        x += 70
-    s.append("</svg>")
-    return "\n".join(s) + "\n"
 
 
 GPU_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",

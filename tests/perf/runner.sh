@@ -10,11 +10,13 @@ command -v python3 >/dev/null || skip "python3 not installed"
 perf=$SRCDIR/scripts/perf
 export FIO DBR_ENGINE=$ENGINE
 
-# ---- one real run: 2 implementations x 2 iodepths x 2 repetitions
+# ---- one real run: 2 implementations x 2 iodepths x 2 repetitions, with
+# the three CI outputs (JUnit, Markdown summary, the results database)
 out=$TMPD/run
 if "$perf" --jobs overhead-4k-randread --impl dbr,io_uring --iodepth 1,4 \
 	--repeat 2 --runtime 0.3 --target scratch:file --size 16m \
-	--out "$out" --save-baseline "$TMPD/base.json" \
+	--out "$out" --save-baseline "$TMPD/base.json" --db "$TMPD/perf.sqlite" \
+	--junit "$TMPD/run.xml" --summary "$TMPD/run.md" \
 	>"$TMPD/run.out" 2>&1; then
 	pass "a 2x2 matrix with 2 repetitions ran"
 else
@@ -33,6 +35,38 @@ grep -q 'overhead-4k-randread dbr qd=4 / overhead-4k-randread io_uring qd=4: IOP
 	fail "prints the ratio to fio's io_uring"
 grep -q '<svg' "$out/plot.svg" && grep -q '</svg>' "$out/plot.svg" &&
 	pass "plot is a complete SVG" || fail "plot is a complete SVG"
+if python3 - "$TMPD" "$(git -C "$SRCDIR" rev-parse HEAD 2>/dev/null)" \
+	>"$TMPD/ci.out" 2>&1 <<'PY'; then
+import json, sqlite3, sys, xml.etree.ElementTree as ET
+d, head = sys.argv[1:]
+root = ET.parse(d + "/run.xml").getroot()
+(suite,) = root.findall("testsuite")
+cases = suite.findall("testcase")
+assert [c.get("name") for c in cases] == [
+    "overhead-4k-randread %s qd=%s" % (i, q) for q in ("1", "4")
+    for i in ("dbr", "io_uring")], [c.get("name") for c in cases]
+assert suite.get("tests") == "4" and suite.get("failures") == "0" and \
+    suite.get("errors") == "0", suite.attrib
+assert all(float(c.get("time")) > 0 for c in cases)
+md = open(d + "/run.md").read()
+assert md.startswith("## dmabuf_uring: overhead-4k-randread"), md[:80]
+assert "| overhead-4k-randread dbr qd=4 | 2 | " in md, md
+db = sqlite3.connect(d + "/perf.sqlite")
+(run,) = db.execute("SELECT git_commit, machine, kernel, fio_version, "
+                    "command FROM runs").fetchall()
+assert run[0] == (head or None) and run[1] and run[2] and \
+    run[3].startswith("fio-"), run
+assert db.execute("SELECT count(*) FROM reps").fetchone()[0] == 8
+opts = db.execute("SELECT options FROM cases WHERE case_id = ?",
+                  ("overhead-4k-randread io_uring qd=4",)).fetchone()[0]
+assert "ioengine=io_uring" in opts and "iodepth=4" in opts, opts
+print("ok")
+PY
+	pass "the run wrote all three CI outputs: JUnit (4 testcases), summary, database (8 repetitions, commit, versions, job options)"
+else
+	fail "the run's CI outputs (JUnit, summary, database)"
+	cat "$TMPD/ci.out"
+fi
 
 # the runner's figures must be fio's own: read each saved fio output here
 # independently and compare (IOPS, I/O count, p99 from fio's percentiles)
@@ -116,23 +150,37 @@ rc=$?
 	pass "same results against their own baseline: exit 0" ||
 	{ fail "same results against their own baseline: exit 0 (got $rc)"; tail "$TMPD/same.out"; }
 
-# a baseline 25% faster on one case must be named, with the amount
-python3 - "$TMPD/base.json" "$TMPD/fast.json" <<'PY'
+# a baseline 25% faster on one case: with 2 repetitions a side no rank
+# test can tell, and the run says so; a medians-only (version 1) baseline
+# is judged by the tolerance alone and names the case with the amount
+python3 - "$TMPD/base.json" "$TMPD/fast.json" "$TMPD/fast-v1.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))
 c = b["cases"]["overhead-4k-randread dbr qd=4"]
 c["iops"] = c["iops"] / 0.75
+for r in c["reps"]:
+    r["iops"] = r["iops"] / 0.75
 json.dump(b, open(sys.argv[2], "w"))
+b["version"] = 1
+for c in b["cases"].values():
+    del c["reps"]
+json.dump(b, open(sys.argv[3], "w"))
 PY
-"$perf" --from "$out" --baseline "$TMPD/fast.json" --tolerance 10% >"$TMPD/reg.out" 2>&1
+"$perf" --from "$out" --baseline "$TMPD/fast.json" --tolerance 10% >"$TMPD/noisy.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "^  overhead-4k-randread dbr qd=4: IOPS .*n=2 vs 2: too noisy to tell" "$TMPD/noisy.out" &&
+	pass "2 repetitions a side: too noisy to tell, said, exit 0" ||
+	{ fail "2 repetitions a side: too noisy to tell (got $rc)"; cat "$TMPD/noisy.out"; }
+"$perf" --from "$out" --baseline "$TMPD/fast-v1.json" --tolerance 10% >"$TMPD/reg.out" 2>&1
 rc=$?
 [ "$rc" -eq 3 ] && pass "a regression exits 3" || fail "a regression exits 3 (got $rc)"
-grep -q "REGRESSION" "$TMPD/reg.out" &&
-	grep -Eq "^  overhead-4k-randread dbr qd=4: IOPS .* \(-25\.0%\)" "$TMPD/reg.out" &&
-	[ "$(grep -c '^  overhead' "$TMPD/reg.out")" -eq 1 ] &&
-	pass "names the one regressed case and by how much: $(grep '^  overhead' "$TMPD/reg.out")" ||
+grep -q "^REGRESSION" "$TMPD/reg.out" &&
+	grep -Eq "^  overhead-4k-randread dbr qd=4: REGRESSION; IOPS .* \(-25\.0%\): medians only" "$TMPD/reg.out" &&
+	[ "$(grep -c '^  overhead.*: REGRESSION' "$TMPD/reg.out")" -eq 2 ] &&
+	[ "$(grep -c '^  overhead' "$TMPD/reg.out")" -eq 5 ] &&
+	pass "names the one regressed case and by how much: $(grep -m1 '^  overhead.*REGRESSION' "$TMPD/reg.out")" ||
 	{ fail "names the regressed case and by how much"; cat "$TMPD/reg.out"; }
-"$perf" --from "$out" --baseline "$TMPD/fast.json" --tolerance 30% >"$TMPD/tol.out" 2>&1
+"$perf" --from "$out" --baseline "$TMPD/fast-v1.json" --tolerance 30% >"$TMPD/tol.out" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] && pass "within the tolerance (30% > 25%): exit 0" ||
 	fail "within the tolerance: exit 0 (got $rc)"
@@ -163,6 +211,14 @@ sed -i "s|^jobs = .*|jobs = $TMPD/randread-like.fio|" "$TMPD/perf.ini"
 n=$(grep -c -- "--output-format=json+" "$TMPD/dry.out")
 [ "$n" -eq 24 ] && pass "config file: 3 x 2 x 2 cases x 2 repetitions = 24 runs" ||
 	fail "config file: want 24 runs, got $n"
+
+# ---- the CI matrix file (jobs/ci-perf.ini): 2 jobs x 2 engines x 2
+# iodepths x 5 repetitions
+"$perf" --config "$SRCDIR/jobs/ci-perf.ini" --target scratch:file --dry-run \
+	--out "$TMPD/ci-dry" >"$TMPD/ci-dry.out" 2>&1
+n=$(grep -c -- "--output-format=json+" "$TMPD/ci-dry.out")
+[ "$n" -eq 40 ] && pass "jobs/ci-perf.ini: 2 x 2 x 2 cases x 5 repetitions = 40 runs" ||
+	{ fail "jobs/ci-perf.ini: want 40 runs, got $n"; tail -3 "$TMPD/ci-dry.out"; }
 
 # ---- fio client/server on loopback: the JSON has client_stats
 port=$((20000 + RANDOM % 20000))

@@ -120,6 +120,13 @@ const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b)
 	return &b->stream->st;
 }
 
+enum gpu_copy_mode gpu_buf_copy_mode(const struct gpu_buf *b,
+				     const char **why)
+{
+	*why = b->stream ? b->stream->kwhy : "";
+	return b->stream ? b->stream->mode : b->copy_mode;
+}
+
 /*
  * How long a wait for copies spins before it sleeps in the runtime: a 1 MiB
  * copy takes ~20 us at 55 GB/s, a batch of 4 KiB copies less, and threads

@@ -28,6 +28,13 @@ enum gpu_copy_dir {
 	GPU_D2H,	/* device -> host shadow */
 };
 
+/* How a device provider's stream copies (gpu_copy=; kcopy.h). */
+enum gpu_copy_mode {
+	GPU_COPY_AUTO,		/* copy kernel for small copies where it loads */
+	GPU_COPY_DMA,		/* the runtime's copy calls only */
+	GPU_COPY_KERNEL,	/* copy kernel for every copy it can take */
+};
+
 struct gpu_provider;
 struct gpu_stream;
 
@@ -35,6 +42,7 @@ struct gpu_stream;
 struct gpu_stream_stats {
 	unsigned long copies;		/* single copies queued */
 	unsigned long calls;		/* runtime copy calls (batch or single) */
+	unsigned long launches;		/* copy-kernel launches */
 	unsigned long fences;		/* fences recorded */
 	unsigned long queries;		/* event queries (no host flag) */
 	unsigned long waits;		/* blocking waits for a fence */
@@ -52,6 +60,8 @@ struct gpu_buf {
 	bool host_is_device;	/* shadow is the device memory: no copies */
 	long spin_ns;		/* a wait for copies spins this long, then
 				 * sleeps (< 0: never sleeps); set by init */
+	enum gpu_copy_mode copy_mode;	/* gpu_copy; set by the caller
+					 * between gpu_buf_init and alloc */
 	struct gpu_stream *stream;	/* device providers' copy stream */
 	char why[192];		/* runtime detail of the last failure */
 };
@@ -118,6 +128,14 @@ void gpu_shadow_unmap(struct gpu_buf *b);
 
 /* The copy stream's counters (b->stream set: a device provider). */
 const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
+
+/*
+ * How the stream copies: b->copy_mode, or GPU_COPY_DMA where the copy
+ * kernels could not be had; then *why is the runtime's reason, "" where the
+ * runtime has no copy kernels. No stream: b->copy_mode, *why "".
+ */
+enum gpu_copy_mode gpu_buf_copy_mode(const struct gpu_buf *b,
+				     const char **why);
 
 /*
  * Nanoseconds a wait for copies spins before it sleeps, < 0: no sleep; from

@@ -6,10 +6,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
+#include "kcopy.h"
 #include "stream.h"
 
 /*
@@ -46,10 +49,42 @@ static void flag_unmap(struct gpu_stream *s)
 	s->flag_dev = 0;
 }
 
+/*
+ * The copy kernels, where b->copy_mode asks for them and the runtime can
+ * load them; else every copy goes through the runtime's copy calls and
+ * s->kwhy keeps the runtime's reason ("" where it has no kernels at all).
+ */
+static void kcopy_setup(struct gpu_buf *b, struct gpu_stream *s)
+{
+	const struct gpu_runtime *rt = s->rt;
+	int ret;
+
+	s->mode = GPU_COPY_DMA;
+	if (b->copy_mode == GPU_COPY_DMA || !rt->kernel_load)
+		return;
+	s->kl = malloc(sizeof(*s->kl));
+	ret = s->kl ? rt->host_dev_addr(b, b->host, &s->host_dev) : -ENOMEM;
+	if (!ret)
+		ret = rt->kernel_load(b, gpu_kcopy_ptx(), &s->kmod);
+	if (ret < 0) {
+		snprintf(s->kwhy, sizeof(s->kwhy), "%s",
+			 b->why[0] ? b->why : strerror(-ret));
+		b->why[0] = '\0';	/* not an error: DMA does the job */
+		free(s->kl);
+		s->kl = NULL;
+		s->kmod = NULL;
+		return;
+	}
+	s->mode = b->copy_mode;
+}
+
 static void stream_free(struct gpu_stream *s)
 {
 	unsigned int i;
 
+	if (s->kmod)
+		s->rt->kernel_unload(s->kmod);
+	free(s->kl);
 	flag_unmap(s);
 	for (i = 0; i < s->nr_events; i++)
 		s->rt->event_destroy(s->events[i]);
@@ -101,6 +136,7 @@ int gpu_stream_init(struct gpu_buf *b, struct gpu_stream *s,
 		goto err;
 	}
 	flag_map(b, s);
+	kcopy_setup(b, s);
 	b->stream = s;
 	return 0;
 err:
@@ -203,6 +239,52 @@ static int submit_batch(struct gpu_buf *b, struct gpu_stream *s,
 	return submit_one_by_one(b, s, 0, sent);
 }
 
+/* Launch what l holds, if anything. */
+static int launch_packed(struct gpu_buf *b, struct gpu_stream *s)
+{
+	struct gpu_klaunch *l = s->kl;
+	int ret;
+
+	if (!l->n)
+		return 0;
+	ret = s->rt->kernel_launch(b, s->stream, s->kmod, l);
+	s->st.launches += !ret;
+	l->n = 0;
+	return ret;
+}
+
+/*
+ * The copies a kernel takes leave the queue as launches, one per direction
+ * and GPU_KCOPY_MAX copies (the queue is in direction order); the rest stay
+ * queued for the copy calls. Launches and calls share the stream, so a
+ * fence after them covers both.
+ */
+static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
+{
+	struct gpu_klaunch *l = s->kl;
+	unsigned int i, m = 0;
+	int ret;
+
+	l->n = 0;
+	for (i = 0; i < s->nr_queued; i++) {
+		const struct gpu_copy *c = &s->queued[i];
+
+		if (!gpu_kcopy_takes(s->mode, c)) {
+			s->queued[m++] = *c;
+			continue;
+		}
+		if (l->n && gpu_kcopy_add(l, c))
+			continue;
+		ret = launch_packed(b, s);
+		if (ret < 0)
+			return ret;
+		gpu_kcopy_begin(l, c->dir, s->host_dev, s->dev_base);
+		gpu_kcopy_add(l, c);
+	}
+	s->nr_queued = m;
+	return launch_packed(b, s);
+}
+
 static int by_dir_off(const void *a, const void *b)
 {
 	const struct gpu_copy *x = a, *y = b;
@@ -253,11 +335,13 @@ int gpu_stream_submit(struct gpu_buf *b)
 	t0 = gpu_now_ns();
 	ret = s->rt->enter(b);
 	coalesce(s);
+	if (!ret && s->kmod)
+		ret = submit_kernel(b, s);
 	for (i = 0; !ret && i < s->nr_queued; i++) {
 		copy_addrs(s, b, &s->queued[i], &s->dst[i], &s->src[i]);
 		s->len[i] = s->queued[i].len;
 	}
-	if (!ret)
+	if (!ret && s->nr_queued)
 		ret = submit_batch(b, s, &sent);
 	s->nr_queued = 0;
 	s->st.call_ns += gpu_now_ns() - t0;

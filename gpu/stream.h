@@ -29,6 +29,8 @@
 
 #include "provider.h"
 
+struct gpu_klaunch;
+
 /*
  * One runtime's calls. Each returns 0 or a negative errno and leaves the
  * runtime's own error name in b->why; event_query returns 1 when the event
@@ -66,6 +68,19 @@ struct gpu_runtime {
 	void (*unmap_host)(void *host);
 	int (*write_value)(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 			   uint64_t value);
+	/*
+	 * Optional (NULL: copies go through the calls above only): the copy
+	 * kernels (kcopy.h). kernel_load loads dbr_gather and dbr_scatter from
+	 * PTX text into *mod; kernel_launch queues one launch of l on the
+	 * stream; host_dev_addr gives the device address of the page-locked
+	 * host shadow. HIP could fill them with hipModuleLoadData and
+	 * hipModuleLaunchKernel from a code object; it does not yet.
+	 */
+	int (*host_dev_addr)(struct gpu_buf *b, void *host, uint64_t *dev_addr);
+	int (*kernel_load)(struct gpu_buf *b, const char *ptx, void **mod);
+	void (*kernel_unload)(void *mod);
+	int (*kernel_launch)(struct gpu_buf *b, void *stream, void *mod,
+			     const struct gpu_klaunch *l);
 };
 
 struct gpu_copy {
@@ -90,6 +105,11 @@ struct gpu_stream {
 	bool no_batch;		/* runtime lacks the batch call */
 	uint64_t *flag;		/* newest ticket done, written by the stream */
 	uint64_t flag_dev;	/* its device address; 0: not mapped */
+	void *kmod;		/* copy kernels loaded (NULL: DMA only) */
+	struct gpu_klaunch *kl;	/* the launch being packed */
+	uint64_t host_dev;	/* device address of b->host, for the kernels */
+	enum gpu_copy_mode mode;	/* b->copy_mode, DMA without kernels */
+	char kwhy[192];		/* why the kernels could not be had */
 	struct gpu_stream_stats st;
 };
 

@@ -4,7 +4,10 @@
  * the runtime's batch call, and that the bytes land where they should.
  * The fake's "device" is an array the size of the host shadow; a batch runs
  * its copies in reverse order (a batch may run in any order), and a copy
- * that overlaps another of its own batch fails the test.
+ * that overlaps another of its own batch fails the test. The fake's copy
+ * kernels (gpu_copy=auto|kernel) run each launch's descriptors in reverse
+ * order too, through a device mapping of the host shadow at an address of
+ * its own, so a launch that used the host address would miss.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,11 +17,14 @@
 #include <sys/mman.h>
 
 #include "check.h"
+#include "kcopy.h"
 #include "provider.h"
 #include "stream.h"
 
-#define BUF_SIZE	(64u << 10)
+#define BUF_SIZE	(1u << 20)
 #define BLK		4096u
+#define HOST_DEV	(1ull << 41)	/* the fake's device address of b->host */
+#define MAX_LAUNCHES	8
 
 static struct {
 	uint8_t dev[BUF_SIZE];
@@ -28,13 +34,21 @@ static struct {
 	size_t last_len[16];
 	uint64_t flag_dev;
 	uint64_t *flag;
+	/* copy kernels */
+	unsigned int loads, unloads, launches, bad_launches;
+	int load_ret, launch_ret;	/* fail on request */
+	struct {
+		enum gpu_copy_dir dir;
+		unsigned int n, chunks;
+	} l[MAX_LAUNCHES];
 } fk;
 
 static void *addr_of(struct gpu_buf *b, uint64_t a)
 {
-	(void)b;
 	if (a >= fk.dev_base && a < fk.dev_base + BUF_SIZE)
 		return fk.dev + (a - fk.dev_base);
+	if (a >= HOST_DEV && a < HOST_DEV + BUF_SIZE)
+		return (uint8_t *)b->host + (a - HOST_DEV);
 	return (void *)(uintptr_t)a;
 }
 
@@ -106,6 +120,76 @@ static int fk_copy_batch(struct gpu_buf *b, void *s, uint64_t *dst,
 	return 0;
 }
 
+static int fk_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev)
+{
+	(void)b; (void)host;
+	*dev = HOST_DEV;
+	return 0;
+}
+
+static int fk_kernel_load(struct gpu_buf *b, const char *ptx, void **mod)
+{
+	if (fk.load_ret) {
+		snprintf(b->why, sizeof(b->why), "fakeModuleLoad: NO_JIT");
+		return fk.load_ret;
+	}
+	if (!strstr(ptx, ".entry dbr_gather(") || !strstr(ptx, ".entry dbr_scatter("))
+		return -ENOENT;
+	fk.loads++;
+	*mod = &fk;
+	return 0;
+}
+
+static void fk_kernel_unload(void *mod)
+{
+	(void)mod;
+	fk.unloads++;
+}
+
+/*
+ * What the kernels do, descriptor by descriptor (last first), after the
+ * checks a GPU would make: a grid of n x chunks blocks, 16-byte units,
+ * the gather reading the mapped shadow, the scatter writing it.
+ */
+static int fk_kernel_launch(struct gpu_buf *b, void *s, void *mod,
+			    const struct gpu_klaunch *l)
+{
+	uint64_t want_src = l->dir == GPU_H2D ? HOST_DEV : fk.dev_base;
+	uint64_t want_dst = l->dir == GPU_H2D ? fk.dev_base : HOST_DEV;
+	unsigned int i, j;
+
+	(void)s;
+	if (fk.launch_ret) {
+		snprintf(b->why, sizeof(b->why), "fakeLaunchKernel: LAUNCH_FAILED");
+		return fk.launch_ret;
+	}
+	if (mod != &fk || !l->n || l->n > GPU_KCOPY_MAX || !l->chunks ||
+	    l->chunks > GPU_KCOPY_MAX_CHUNKS || l->src != want_src ||
+	    l->dst != want_dst)
+		fk.bad_launches++;
+	if (fk.launches < MAX_LAUNCHES) {
+		fk.l[fk.launches].dir = l->dir;
+		fk.l[fk.launches].n = l->n;
+		fk.l[fk.launches].chunks = l->chunks;
+	}
+	fk.launches++;
+	for (i = 0; i < l->n; i++)
+		for (j = i + 1; j < l->n; j++)
+			if (ranges_overlap(l->d[i].off, l->d[i].len,
+					   l->d[j].off, l->d[j].len))
+				fk.overlaps++;
+	for (i = l->n; i-- > 0;) {
+		uint64_t off = (uint64_t)l->d[i].off * GPU_KCOPY_ALIGN;
+		size_t len = (size_t)l->d[i].len * GPU_KCOPY_ALIGN;
+
+		if (len > (size_t)l->chunks * GPU_KCOPY_CHUNK &&
+		    l->chunks < GPU_KCOPY_MAX_CHUNKS)
+			fk.bad_launches++;	/* grid y too small for it */
+		memcpy(addr_of(b, l->dst + off), addr_of(b, l->src + off), len);
+	}
+	return 0;
+}
+
 static const struct gpu_runtime fake_rt = {
 	.enter		= fk_enter,
 	.stream_create	= fk_stream_create,
@@ -118,6 +202,25 @@ static const struct gpu_runtime fake_rt = {
 	.event_sync	= fk_event_sync,
 	.copy		= fk_copy,
 	.copy_batch	= fk_copy_batch,
+};
+
+/* The same runtime with copy kernels. */
+static const struct gpu_runtime fake_krt = {
+	.enter		= fk_enter,
+	.stream_create	= fk_stream_create,
+	.stream_sync	= fk_sync,
+	.stream_destroy	= fk_stream_destroy,
+	.event_create	= fk_event_create,
+	.event_destroy	= fk_event_destroy,
+	.event_record	= fk_event_record,
+	.event_query	= fk_event_query,
+	.event_sync	= fk_event_sync,
+	.copy		= fk_copy,
+	.copy_batch	= fk_copy_batch,
+	.host_dev_addr	= fk_host_dev_addr,
+	.kernel_load	= fk_kernel_load,
+	.kernel_unload	= fk_kernel_unload,
+	.kernel_launch	= fk_kernel_launch,
 };
 
 static void fill(uint8_t *p, size_t len, uint8_t seed)
@@ -193,11 +296,289 @@ static void test_merge(void)
 	munmap(host, BUF_SIZE);
 }
 
+static struct gpu_provider fake_prov = { .name = "fake" };
+
+/* A stream over rt in the given copy mode, on a fresh shadow; 0 or <0. */
+static int open_stream(struct gpu_buf *b, struct gpu_stream *s,
+		       const struct gpu_runtime *rt, enum gpu_copy_mode mode,
+		       unsigned int nr_fences)
+{
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	b->prov = &fake_prov;
+	b->host = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	b->size = BUF_SIZE;
+	b->spin_ns = -1;
+	b->copy_mode = mode;
+	fk.dev_base = 1ull << 40;
+	fk.batches = fk.singles = fk.overlaps = 0;
+	fk.launches = fk.bad_launches = 0;
+	fill(b->host, BUF_SIZE, 1);
+	fill(fk.dev, BUF_SIZE, 100);
+	ret = gpu_stream_init(b, s, rt, fk.dev_base, nr_fences);
+	if (ret)
+		munmap(b->host, BUF_SIZE);
+	return ret;
+}
+
+static void close_stream(struct gpu_buf *b, struct gpu_stream *s)
+{
+	gpu_stream_exit(b, s);
+	munmap(b->host, BUF_SIZE);
+}
+
+static bool same(const struct gpu_buf *b, size_t off, size_t len)
+{
+	return !memcmp(fk.dev + off, (uint8_t *)b->host + off, len);
+}
+
+/* Which copies a kernel takes, and how a launch fills. */
+static void test_kcopy_units(void)
+{
+	struct gpu_copy c4k = { GPU_H2D, 8 * BLK, BLK };
+	struct gpu_copy big = { GPU_H2D, 0, GPU_KCOPY_AUTO_MAX };
+	struct gpu_copy under = { GPU_H2D, 0, GPU_KCOPY_AUTO_MAX - 16 };
+	struct gpu_copy odd_off = { GPU_H2D, BLK + 8, BLK };
+	struct gpu_copy odd_len = { GPU_D2H, BLK, 100 };
+	struct gpu_copy none = { GPU_H2D, BLK, 0 };
+	struct gpu_copy far = { GPU_H2D, 64ull << 30, BLK };
+	static struct gpu_klaunch l;
+	struct gpu_copy c = { GPU_D2H, 0, 16 };
+	unsigned int i;
+	bool ok = true;
+
+	CHECK(gpu_kcopy_takes(GPU_COPY_AUTO, &c4k) &&
+	      gpu_kcopy_takes(GPU_COPY_KERNEL, &c4k) &&
+	      !gpu_kcopy_takes(GPU_COPY_DMA, &c4k),
+	      "a 4 KiB copy: kernel in auto and kernel mode, never with gpu_copy=dma");
+	CHECK(!gpu_kcopy_takes(GPU_COPY_AUTO, &big) &&
+	      gpu_kcopy_takes(GPU_COPY_AUTO, &under) &&
+	      gpu_kcopy_takes(GPU_COPY_KERNEL, &big),
+	      "auto: DMA from %u KiB on, kernel below; kernel mode takes it",
+	      GPU_KCOPY_AUTO_MAX >> 10);
+	CHECK(!gpu_kcopy_takes(GPU_COPY_KERNEL, &odd_off) &&
+	      !gpu_kcopy_takes(GPU_COPY_KERNEL, &odd_len) &&
+	      !gpu_kcopy_takes(GPU_COPY_KERNEL, &none),
+	      "offsets or lengths not 16-byte aligned, and empty copies, go to DMA");
+	CHECK(!gpu_kcopy_takes(GPU_COPY_KERNEL, &far),
+	      "an end past what 32-bit descriptors reach goes to DMA");
+
+	gpu_kcopy_begin(&l, GPU_D2H, HOST_DEV, 1ull << 40);
+	CHECK(l.src == 1ull << 40 && l.dst == HOST_DEV && !l.n,
+	      "scatter reads device memory and writes the mapped shadow");
+	for (i = 0; i < GPU_KCOPY_MAX; i++) {
+		c.off = i * 32;
+		ok &= gpu_kcopy_add(&l, &c);
+	}
+	c.off = GPU_KCOPY_MAX * 32;
+	CHECK(ok && l.n == GPU_KCOPY_MAX && !gpu_kcopy_add(&l, &c),
+	      "a launch takes %u copies, not one more", GPU_KCOPY_MAX);
+	CHECK(l.d[3].off == 3 * 32 / 16 && l.d[3].len == 1 && l.chunks == 1,
+	      "descriptors in 16-byte units, one chunk of grid y");
+	gpu_kcopy_begin(&l, GPU_H2D, HOST_DEV, 1ull << 40);
+	CHECK(l.src == HOST_DEV && l.dst == 1ull << 40 && !gpu_kcopy_add(&l, &c),
+	      "gather reads the mapped shadow; a copy the other way needs a launch of its own");
+	c = (struct gpu_copy){ GPU_H2D, 0, 3 * GPU_KCOPY_CHUNK + 16 };
+	gpu_kcopy_add(&l, &c);
+	c.len = (size_t)GPU_KCOPY_MAX_CHUNKS * GPU_KCOPY_CHUNK * 4;
+	gpu_kcopy_add(&l, &c);
+	CHECK(l.n == 2 && l.d[0].len == (3 * GPU_KCOPY_CHUNK + 16) / 16 &&
+	      l.chunks == GPU_KCOPY_MAX_CHUNKS,
+	      "grid y: the longest copy in 4 KiB chunks, capped at %u (got %u)",
+	      GPU_KCOPY_MAX_CHUNKS, l.chunks);
+}
+
+/*
+ * gpu_copy=auto: small aligned copies go by kernel, one launch per
+ * direction; large or misaligned ones share one batch call; bytes land.
+ */
+static void test_kernel_auto(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	uint64_t ticket;
+	char how[320];
+	int ret;
+
+	fk.loads = fk.unloads = 0;
+	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_AUTO, 8);
+	CHECK(ret == 0 && fk.loads == 1, "stream with copy kernels (%d)", ret);
+	if (ret)
+		return;
+	gpu_kcopy_describe(&b, how, sizeof(how));
+	CHECK(!strcmp(how, "copy kernel under 64 KiB, DMA from 64 KiB"),
+	      "the job's line: %s", how);
+	gpu_stream_copy(&b, GPU_H2D, 4 * BLK, BLK);
+	gpu_stream_copy(&b, GPU_H2D, 0 * BLK, BLK);
+	gpu_stream_copy(&b, GPU_H2D, 2 * BLK, 2 * 512);
+	gpu_stream_copy(&b, GPU_D2H, 6 * BLK, BLK);
+	gpu_stream_copy(&b, GPU_H2D, 16 * BLK, 16 * BLK);	/* 64 KiB */
+	gpu_stream_copy(&b, GPU_D2H, 40 * BLK + 8, 100);	/* misaligned */
+	ret = gpu_stream_fence(&b, &ticket);
+	CHECK(ret == 0 && fk.launches == 2 && !fk.bad_launches && !fk.overlaps,
+	      "4 small copies in 2 launches (%u, %u bad)", fk.launches,
+	      fk.bad_launches);
+	CHECK(fk.l[0].dir == GPU_H2D && fk.l[0].n == 3 && fk.l[0].chunks == 1 &&
+	      fk.l[1].dir == GPU_D2H && fk.l[1].n == 1,
+	      "gather with 3 descriptors, then scatter with 1");
+	CHECK(fk.batches == 1 && fk.last_n == 2 && !fk.singles,
+	      "the 64 KiB and the misaligned copy in one batch call (%u batches of %zu, %u singles)",
+	      fk.batches, fk.last_n, fk.singles);
+	CHECK(s.st.copies == 6 && s.st.calls == 1 && s.st.launches == 2,
+	      "counters: 6 copies, 1 runtime call, 2 kernel launches");
+	CHECK(same(&b, 0, BLK) && same(&b, 2 * BLK, 1024) &&
+	      same(&b, 4 * BLK, BLK) && same(&b, 16 * BLK, 16 * BLK),
+	      "H2D bytes landed in device memory");
+	CHECK(same(&b, 6 * BLK, BLK) && same(&b, 40 * BLK + 8, 100),
+	      "D2H bytes landed in the host shadow");
+	CHECK(!same(&b, 1 * BLK, BLK) && !same(&b, 2 * BLK + 1024, 16) &&
+	      !same(&b, 40 * BLK, 8) && !same(&b, 40 * BLK + 108, 8),
+	      "bytes beside the copies were not touched");
+	CHECK(gpu_stream_poll(&b, ticket) == 1, "the fence completes");
+	close_stream(&b, &s);
+	CHECK(fk.unloads == 1, "the module is unloaded with the stream");
+}
+
+/* More copies than one launch carries: launches of 256, per direction. */
+static void test_kernel_split(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	uint64_t ticket;
+	unsigned int i;
+	int ret;
+
+	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_KERNEL, 160);
+	CHECK(ret == 0, "stream, kernel mode, room for 322 queued copies");
+	if (ret)
+		return;
+	/* 300 gathers of 16 bytes 32 apart (none fold), 10 scatters, 1 MiB */
+	for (i = 0; i < 300; i++)
+		gpu_stream_copy(&b, GPU_H2D, i * 32, 16);
+	for (i = 0; i < 10; i++)
+		gpu_stream_copy(&b, GPU_D2H, (BUF_SIZE / 2) + i * 64, 32);
+	ret = gpu_stream_fence(&b, &ticket);
+	CHECK(ret == 0 && s.st.merged == 0 && fk.launches == 3 &&
+	      !fk.bad_launches && !fk.overlaps && !fk.batches && !fk.singles,
+	      "310 copies in 3 launches, no runtime call (%u launches, %u bad, %u calls)",
+	      fk.launches, fk.bad_launches, fk.batches + fk.singles);
+	CHECK(fk.l[0].n == GPU_KCOPY_MAX && fk.l[1].n == 300 - GPU_KCOPY_MAX &&
+	      fk.l[1].dir == GPU_H2D && fk.l[2].n == 10 && fk.l[2].dir == GPU_D2H,
+	      "launches of %u, %u and %u descriptors", fk.l[0].n, fk.l[1].n,
+	      fk.l[2].n);
+	ret = 1;
+	for (i = 0; i < 300; i++)
+		ret &= same(&b, i * 32, 16) && !same(&b, i * 32 + 16, 16);
+	for (i = 0; i < 10; i++)
+		ret &= same(&b, BUF_SIZE / 2 + i * 64, 32);
+	CHECK(ret, "every copy's bytes landed, the gaps between them untouched");
+
+	/* the whole buffer in one copy: one descriptor over 256 chunks */
+	fk.launches = 0;
+	fill(b.host, BUF_SIZE, 7);
+	gpu_stream_copy(&b, GPU_H2D, 0, BUF_SIZE);
+	ret = gpu_stream_fence(&b, &ticket);
+	CHECK(ret == 0 && fk.launches == 1 && fk.l[0].n == 1 &&
+	      fk.l[0].chunks == BUF_SIZE / GPU_KCOPY_CHUNK && same(&b, 0, BUF_SIZE),
+	      "kernel mode: a 1 MiB copy in one launch, grid y %u", fk.l[0].chunks);
+	close_stream(&b, &s);
+}
+
+/* gpu_copy=dma never loads the kernels; a runtime without them cannot. */
+static void test_kernel_not_asked(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	uint64_t ticket;
+	char how[320];
+	int ret;
+
+	fk.loads = 0;
+	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_DMA, 8);
+	if (ret)
+		return;
+	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
+	gpu_stream_copy(&b, GPU_H2D, 2 * BLK, BLK);
+	ret = gpu_stream_fence(&b, &ticket);
+	gpu_kcopy_describe(&b, how, sizeof(how));
+	CHECK(ret == 0 && !fk.loads && !fk.launches && fk.batches == 1 &&
+	      !strcmp(how, "DMA"),
+	      "gpu_copy=dma: no module, one batch call (%s)", how);
+	close_stream(&b, &s);
+
+	ret = open_stream(&b, &s, &fake_rt, GPU_COPY_KERNEL, 8);
+	if (ret)
+		return;
+	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
+	ret = gpu_stream_fence(&b, &ticket);
+	gpu_kcopy_describe(&b, how, sizeof(how));
+	CHECK(ret == 0 && !fk.launches && fk.singles == 1 && same(&b, 0, BLK) &&
+	      !strcmp(how, "DMA; gpu_copy=kernel: gpu=fake has no copy kernel yet"),
+	      "a runtime without kernels copies by DMA and says so: %s", how);
+	close_stream(&b, &s);
+}
+
+/*
+ * The module does not load (old driver, no JIT): DMA, the reason for the
+ * job's line, b->why clear, nothing held. A launch that fails fails the
+ * submit like a copy call that fails.
+ */
+static void test_kernel_fallback(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	uint64_t ticket;
+	char how[320];
+	int ret;
+
+	fk.loads = fk.unloads = 0;
+	fk.load_ret = -EINVAL;
+	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_AUTO, 8);
+	fk.load_ret = 0;
+	CHECK(ret == 0 && !b.why[0], "the stream opens when the module does not load");
+	if (ret)
+		return;
+	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
+	gpu_stream_copy(&b, GPU_D2H, 2 * BLK, BLK);
+	ret = gpu_stream_fence(&b, &ticket);
+	gpu_kcopy_describe(&b, how, sizeof(how));
+	CHECK(ret == 0 && !fk.launches && fk.batches == 1 && same(&b, 0, BLK) &&
+	      same(&b, 2 * BLK, BLK), "copies go by DMA instead");
+	CHECK(!strcmp(how, "DMA; gpu_copy=auto: the copy kernel could not be loaded: fakeModuleLoad: NO_JIT"),
+	      "the job's line says why: %s", how);
+	close_stream(&b, &s);
+	CHECK(!fk.unloads, "nothing to unload");
+
+	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_AUTO, 8);
+	if (ret)
+		return;
+	fk.launch_ret = -EIO;
+	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
+	ret = gpu_stream_fence(&b, &ticket);
+	fk.launch_ret = 0;
+	CHECK(ret == -EIO && !strcmp(b.why, "fakeLaunchKernel: LAUNCH_FAILED") &&
+	      !s.st.launches && !s.st.fences,
+	      "a failed launch fails the fence with the runtime's reason (%d)", ret);
+	CHECK(gpu_stream_drain(&b) == 0 && s.nr_queued == 0,
+	      "the stream drains after it");
+	gpu_stream_copy(&b, GPU_H2D, 4 * BLK, BLK);
+	CHECK(gpu_stream_fence(&b, &ticket) == 0 && s.st.launches == 1 &&
+	      same(&b, 4 * BLK, BLK), "and copies by kernel again");
+	close_stream(&b, &s);
+}
+
 int main(void)
 {
 	int before = count_fds();
 
 	test_merge();
+	test_kcopy_units();
+	test_kernel_auto();
+	test_kernel_split();
+	test_kernel_not_asked();
+	test_kernel_fallback();
 	CHECK(count_fds() == before, "no descriptor left open");
 	return check_done("test_stream");
 }

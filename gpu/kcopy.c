@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The copy kernels' side that knows no runtime: which copies they take and
+ * how a pass packs into launches. See kcopy.h; the kernels are in
+ * kcopy_ptx.h.
+ */
+#include <stdio.h>
+
+#include "kcopy.h"
+#include "kcopy_ptx.h"
+#include "stream.h"
+
+/*
+ * The kernels move 16 bytes at a time, so both ends of a copy must be
+ * 16-byte aligned (fio's io_u buffers are page aligned, their lengths
+ * multiples of 512 unless bs says otherwise); the rest goes to DMA, as do,
+ * in auto mode, copies long enough for the copy engines to win.
+ */
+_Static_assert(sizeof(((struct gpu_klaunch *)0)->d) == 2048,
+	       "kernel parameter 2 is .b8 desc[2048] in kcopy_ptx.h");
+
+bool gpu_kcopy_takes(enum gpu_copy_mode mode, const struct gpu_copy *c)
+{
+	if (mode == GPU_COPY_DMA || !c->len)
+		return false;
+	if ((c->off | c->len) % GPU_KCOPY_ALIGN)
+		return false;
+	if ((c->off + c->len) / GPU_KCOPY_ALIGN > UINT32_MAX)
+		return false;
+	return mode == GPU_COPY_KERNEL || c->len < GPU_KCOPY_AUTO_MAX;
+}
+
+void gpu_kcopy_begin(struct gpu_klaunch *l, enum gpu_copy_dir dir,
+		     uint64_t host_dev, uint64_t dev)
+{
+	l->dir = dir;
+	l->src = dir == GPU_H2D ? host_dev : dev;
+	l->dst = dir == GPU_H2D ? dev : host_dev;
+	l->n = 0;
+	l->chunks = 0;
+}
+
+bool gpu_kcopy_add(struct gpu_klaunch *l, const struct gpu_copy *c)
+{
+	size_t chunks = (c->len + GPU_KCOPY_CHUNK - 1) / GPU_KCOPY_CHUNK;
+
+	if (l->n == GPU_KCOPY_MAX || c->dir != l->dir)
+		return false;
+	l->d[l->n++] = (struct gpu_kdesc){
+		.off = (uint32_t)(c->off / GPU_KCOPY_ALIGN),
+		.len = (uint32_t)(c->len / GPU_KCOPY_ALIGN),
+	};
+	if (chunks > GPU_KCOPY_MAX_CHUNKS)
+		chunks = GPU_KCOPY_MAX_CHUNKS;
+	if (chunks > l->chunks)
+		l->chunks = (unsigned int)chunks;
+	return true;
+}
+
+const char *gpu_copy_mode_name(enum gpu_copy_mode mode)
+{
+	switch (mode) {
+	case GPU_COPY_AUTO:	return "auto";
+	case GPU_COPY_DMA:	return "dma";
+	case GPU_COPY_KERNEL:	return "kernel";
+	}
+	return "?";
+}
+
+void gpu_kcopy_describe(const struct gpu_buf *b, char *buf, size_t len)
+{
+	const char *why;
+	enum gpu_copy_mode got = gpu_buf_copy_mode(b, &why);
+
+	if (got == GPU_COPY_AUTO)
+		snprintf(buf, len, "copy kernel under %u KiB, DMA from %u KiB",
+			 GPU_KCOPY_AUTO_MAX >> 10, GPU_KCOPY_AUTO_MAX >> 10);
+	else if (got == GPU_COPY_KERNEL)
+		snprintf(buf, len, "copy kernel (DMA for copies not %u-byte aligned)",
+			 GPU_KCOPY_ALIGN);
+	else if (b->copy_mode == GPU_COPY_DMA)
+		snprintf(buf, len, "DMA");
+	else if (!why[0])
+		snprintf(buf, len, "DMA; gpu_copy=%s: gpu=%s has no copy kernel yet",
+			 gpu_copy_mode_name(b->copy_mode),
+			 b->prov ? b->prov->name : "?");
+	else
+		snprintf(buf, len, "DMA; gpu_copy=%s: the copy kernel could not be loaded: %s",
+			 gpu_copy_mode_name(b->copy_mode), why);
+}
+
+const char *gpu_kcopy_ptx(void)
+{
+	return gpu_kcopy_ptx_text;
+}

@@ -15,8 +15,10 @@
  * io_uring can register as a fixed buffer; cuMemHostAlloc memory is not),
  * and the shared copy stream (stream.c) over this file's table of driver
  * calls: one non-blocking stream, blocking-sync events (a wait spins
- * briefly, then sleeps), and cuMemcpyBatchAsync where the driver has it
- * (CUDA 12.8+), found at run time.
+ * briefly, then sleeps), cuMemcpyBatchAsync where the driver has it
+ * (CUDA 12.8+), found at run time, and the copy kernels (kcopy.h), JIT
+ * compiled from PTX by the driver into a module per buffer, which reach
+ * the shadow through its device mapping.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,6 +33,7 @@
 
 #include <cuda.h>
 
+#include "kcopy.h"
 #include "provider.h"
 #include "stream.h"
 
@@ -82,6 +85,11 @@ struct cu_api {
 	/* optional: stream memory operations (CUDA 12 names it _v2) */
 	CUresult (*StreamWriteValue64)(CUstream, CUdeviceptr, cuuint64_t,
 				       unsigned int);
+	/* optional: the copy kernels (kcopy.h) */
+	__typeof__(cuModuleLoadDataEx) *ModuleLoadDataEx;
+	__typeof__(cuModuleGetFunction) *ModuleGetFunction;
+	__typeof__(cuModuleUnload) *ModuleUnload;
+	__typeof__(cuLaunchKernel) *LaunchKernel;
 };
 
 #define CU_ENTRY(field, fn) { offsetof(struct cu_api, field), CU_SYM(fn) }
@@ -140,6 +148,10 @@ static void cu_load_optional(void *lib)
 	*(void **)&cu.MemcpyBatchAsync_v2 = dlsym(lib, "cuMemcpyBatchAsync_v2");
 	if (!cu.MemcpyBatchAsync_v2)
 		*(void **)&cu.MemcpyBatchAsync_v1 = dlsym(lib, "cuMemcpyBatchAsync");
+	*(void **)&cu.ModuleLoadDataEx = dlsym(lib, CU_SYM(cuModuleLoadDataEx));
+	*(void **)&cu.ModuleGetFunction = dlsym(lib, CU_SYM(cuModuleGetFunction));
+	*(void **)&cu.ModuleUnload = dlsym(lib, CU_SYM(cuModuleUnload));
+	*(void **)&cu.LaunchKernel = dlsym(lib, CU_SYM(cuLaunchKernel));
 }
 
 /* The library stays loaded for the life of the process, as CUDA expects. */
@@ -384,7 +396,8 @@ static int cuda_alloc_host(struct gpu_buf *b, struct cuda_priv *cp)
 	ret = gpu_shadow_map(b);
 	if (ret < 0)
 		return ret;
-	r = cu.MemHostRegister(b->host, b->size, 0);
+	/* DEVICEMAP: the copy kernels reach the shadow through its mapping */
+	r = cu.MemHostRegister(b->host, b->size, CU_MEMHOSTREGISTER_DEVICEMAP);
 	if (r != CUDA_SUCCESS) {
 		ret = cu_fail(b, r, "cuMemHostRegister of the host buffer (raise ulimit -l?)");
 		gpu_shadow_unmap(b);
@@ -541,6 +554,83 @@ static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuStreamWriteValue64");
 }
 
+/* The copy kernels (kcopy.h): one module per buffer, in its context. */
+struct cu_kcopy {
+	CUmodule mod;
+	CUfunction fn[2];	/* [GPU_H2D] dbr_gather, [GPU_D2H] dbr_scatter */
+};
+
+static int rt_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev_addr)
+{
+	CUdeviceptr d = 0;
+	CUresult r = cu.MemHostGetDevicePointer(&d, host, 0);
+
+	if (r != CUDA_SUCCESS)
+		return cu_fail(b, r, "cuMemHostGetDevicePointer of the host buffer");
+	*dev_addr = d;
+	return 0;
+}
+
+/* The driver compiles the PTX for this GPU; its first complaint goes in why. */
+static int rt_kernel_load(struct gpu_buf *b, const char *ptx, void **mod)
+{
+	char log[96] = "";
+	CUjit_option opt[] = { CU_JIT_ERROR_LOG_BUFFER,
+			       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[] = { log, (void *)(uintptr_t)sizeof(log) };
+	struct cu_kcopy *k;
+	CUresult r;
+
+	if (!cu.ModuleLoadDataEx || !cu.ModuleGetFunction ||
+	    !cu.ModuleUnload || !cu.LaunchKernel) {
+		snprintf(b->why, sizeof(b->why), "%s lacks cuModuleLoadDataEx or cuLaunchKernel",
+			 CUDA_LIB);
+		return -ENOSYS;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	r = cu.ModuleLoadDataEx(&k->mod, ptx, 2, opt, val);
+	if (r != CUDA_SUCCESS) {
+		log[strcspn(log, "\n")] = '\0';
+		snprintf(b->why, sizeof(b->why), "cuModuleLoadDataEx: %s%s%s",
+			 cu_name(r), log[0] ? ": " : "", log);
+		free(k);
+		return cu_errno(r);
+	}
+	r = cu.ModuleGetFunction(&k->fn[GPU_H2D], k->mod, "dbr_gather");
+	if (r == CUDA_SUCCESS)
+		r = cu.ModuleGetFunction(&k->fn[GPU_D2H], k->mod, "dbr_scatter");
+	if (r != CUDA_SUCCESS) {
+		cu.ModuleUnload(k->mod);
+		free(k);
+		return cu_fail(b, r, "cuModuleGetFunction");
+	}
+	*mod = k;
+	return 0;
+}
+
+static void rt_kernel_unload(void *mod)
+{
+	struct cu_kcopy *k = mod;
+
+	cu.ModuleUnload(k->mod);
+	free(k);
+}
+
+static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
+			    const struct gpu_klaunch *l)
+{
+	struct cu_kcopy *k = mod;
+	void *args[] = { (void *)&l->src, (void *)&l->dst, (void *)l->d };
+	CUresult r;
+
+	r = cu.LaunchKernel(k->fn[l->dir], l->n, l->chunks, 1,
+			    GPU_KCOPY_CHUNK / GPU_KCOPY_ALIGN, 1, 1, 0, stream,
+			    args, NULL);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuLaunchKernel");
+}
+
 static const struct gpu_runtime cuda_runtime = {
 	.enter		= rt_enter,
 	.stream_create	= rt_stream_create,
@@ -556,6 +646,10 @@ static const struct gpu_runtime cuda_runtime = {
 	.map_host	= rt_map_host,
 	.unmap_host	= rt_unmap_host,
 	.write_value	= rt_write_value,
+	.host_dev_addr	= rt_host_dev_addr,
+	.kernel_load	= rt_kernel_load,
+	.kernel_unload	= rt_kernel_unload,
+	.kernel_launch	= rt_kernel_launch,
 };
 
 static int cuda_alloc(struct gpu_buf *b, unsigned int nr_fences)

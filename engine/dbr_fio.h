@@ -50,6 +50,7 @@ struct dbr_options {
 	unsigned int sqpoll_cpu_set;
 	unsigned int hipri;
 	unsigned int force_async;
+	unsigned int gpu_copy;
 	char *stats_file;
 	char *spin_us;
 };

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "dbr_fio.h"
+#include "kcopy.h"
 #include "optgroup.h"
 #include "peers.h"
 #include "results.h"
@@ -169,6 +170,24 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "gpu_copy",
+		.lname	= "How GPU copies run",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_copy),
+		.help	= "How bounce copies between host and GPU memory run",
+		.def	= "auto",
+		.posval = {
+			  { .ival = "auto", .oval = GPU_COPY_AUTO,
+			    .help = "Copy kernel for copies under 64 KiB where it loads, DMA for the rest" },
+			  { .ival = "dma", .oval = GPU_COPY_DMA,
+			    .help = "The runtime's copy calls (DMA engines) only" },
+			  { .ival = "kernel", .oval = GPU_COPY_KERNEL,
+			    .help = "Copy kernel for every 16-byte aligned copy where it loads" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_spin_us",
 		.lname	= "Spin before sleeping for GPU copies",
 		.type	= FIO_OPT_STR_STORE,
@@ -292,6 +311,7 @@ static int dbr_init(struct thread_data *td)
 	if (dbr_pick_provider(td, &prov, &dev))
 		goto err;
 	gpu_buf_init(&dd->buf, prov, dev, spin_ns);
+	dd->buf.copy_mode = o->gpu_copy;
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, dd) || dbr_setup_ring(td, dd))
 		goto err;
@@ -428,18 +448,20 @@ static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 
 static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 {
-	char flags[96];
+	char flags[96], copies[320];
 
 	if (!dbr_first_thread(td))
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s), ring %s%s%s",
+	gpu_kcopy_describe(&dd->buf, copies, sizeof(copies));
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s), ring %s%s%s",
 		 td->o.name, dd->buf.prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
 		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
 		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
-		 "host fixed buffer + async GPU copies",
+		 "host fixed buffer + async GPU copies: ",
+		 dd->p2p || dd->buf.host_is_device ? "" : copies,
 		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
 		 dd->cpus_said);
 }

@@ -115,8 +115,9 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 		     dir_names[d], r->bytes[d], dir_names[d], r->ios[d],
 		     dir_names[d], r->runtime_ms[d], dir_names[d],
 		     dbr_result_bw(r, d), dir_names[d], dbr_result_iops(r, d));
-	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"reissues\":%lu,\"error\":%d}\n",
-	     r->copies, r->copy_calls, r->reissues, r->error);
+	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"copy_launches\":%lu,\"reissues\":%lu,\"error\":%d}\n",
+	     r->copies, r->copy_calls, r->copy_launches, r->reissues,
+	     r->error);
 	return j.over ? -ENOSPC : (int)j.used;
 }
 
@@ -289,6 +290,7 @@ static void tally_add(struct dbr_tally *t, const struct dbr_result *r)
 	}
 	s->copies += r->copies;
 	s->copy_calls += r->copy_calls;
+	s->copy_launches += r->copy_launches;
 }
 
 static int sum_cmp(const void *a, const void *b)
@@ -380,6 +382,8 @@ void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 	if (s->copies)
 		dbr_cat(buf, len, ", %lu GPU copies in %lu runtime calls", s->copies,
 		    s->copy_calls);
-	else
+	if (s->copy_launches)
+		dbr_cat(buf, len, " and %lu kernel launches", s->copy_launches);
+	if (!s->copies)
 		dbr_cat(buf, len, ", no GPU copies");
 }

@@ -42,6 +42,7 @@ struct dbr_result {
 	uint64_t runtime_ms[DBR_NR_DIRS];	/* fio's runtime per direction */
 	unsigned long copies;		/* GPU copies (bounce, gpu_sync) */
 	unsigned long copy_calls;	/* runtime calls that carried them */
+	unsigned long copy_launches;	/* copy-kernel launches that did */
 	unsigned long reissues;		/* -EAGAIN reissues */
 	int error;			/* fio's td->error */
 };
@@ -63,6 +64,7 @@ struct dbr_gpu_sum {
 	double iops[DBR_NR_DIRS];
 	unsigned long copies;
 	unsigned long copy_calls;
+	unsigned long copy_launches;
 };
 
 #define DBR_MAX_GPU_SUMS	64

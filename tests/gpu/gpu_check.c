@@ -7,11 +7,15 @@
  *                             others must fail their probe cleanly (a
  *                             negative errno and a reason)
  *   gpu_check PROVIDER [-d IDS] [-t THREADS] [-m MIB] [-x try|require|refuse|skip]
- *                      [-k MS] [-f]
+ *                      [-k MS] [-f] [-c auto|dma|kernel]
+ *   gpu_check ptx             print the copy kernels' PTX (kcopy_ptx.h)
  *
  * Per thread (device = entry i mod n of IDS, as gpu_dev_ids): alloc, fill the
  * shadow, copy it to the device, clear the shadow, copy it back in chunks
- * each with its own marker (polled, then waited), compare; then export the
+ * each with its own marker (polled, then waited), compare; then small
+ * copies both ways, every other 4 KiB block and an odd-sized one, up to
+ * 600 a pass (the copy kernels' path with gpu_copy=auto|kernel, -c: how
+ * the stream copies), compared, the blocks between them untouched; export the
  * device memory as a dma-buf (-x: try, must succeed, must fail cleanly,
  * or skip) and show its /proc/self/fdinfo exporter; keep everything for -k
  * milliseconds (to watch nvidia-smi); free; check no fd was leaked.
@@ -28,10 +32,14 @@
 #include <unistd.h>
 
 #include "dbr_config.h"
+#include "kcopy.h"
 #include "provider.h"
+#include "stream.h"
 #include "../fd_count.h"
 
 #define NR_CHUNKS	4
+#define NR_FENCES	300	/* room for 602 copies queued before a submit */
+#define SMALL		4096u
 
 enum export_mode { EXP_TRY, EXP_REQUIRE, EXP_REFUSE, EXP_SKIP };
 
@@ -44,6 +52,7 @@ static struct {
 	enum export_mode exp;
 	int keep_ms;
 	bool want_alloc_fail;
+	enum gpu_copy_mode copy;
 	pthread_barrier_t keep;
 } opt = {
 	.threads = 1,
@@ -56,7 +65,7 @@ struct worker {
 	int idx;
 	int dev;
 	int ret;
-	char line[512];
+	char line[1024];
 };
 
 /* "exp_name: nv_dmabuf size: 8388608" from the fd's fdinfo */
@@ -131,6 +140,82 @@ static int round_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
 	return 0;
 }
 
+/* every other block from `from` on (at most 600), and one odd-sized copy */
+static int small_copies(struct gpu_buf *b, enum gpu_copy_dir dir, size_t from,
+			uint64_t *t)
+{
+	const struct gpu_provider *p = b->prov;
+	size_t off;
+	int ret = 0, n = 0;
+
+	for (off = from; !ret && off + SMALL <= b->size && n < 600;
+	     off += 2 * SMALL, n++)
+		ret = p->copy(b, dir, off, SMALL);
+	if (!ret)
+		ret = p->copy(b, dir, SMALL + 8, 100);	/* in a gap: DMA */
+	if (!ret)
+		ret = p->fence(b, t);
+	return ret;
+}
+
+static bool small_copied(size_t i, size_t from, size_t end)
+{
+	if (i >= SMALL + 8 && i < SMALL + 108)
+		return true;
+	return i >= from && i < end && ((i - from) / SMALL) % 2 == 0;
+}
+
+/*
+ * Small copies there and back: the shadow's pattern to the device, the
+ * shadow cleared, the blocks copied back; the scatter's bytes must be in
+ * host memory once its fence says done (polled, not waited).
+ */
+static int small_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
+{
+	const struct gpu_provider *p = b->prov;
+	size_t from = 4 * SMALL, end, i;
+	unsigned char *h = b->host;
+	uint64_t t;
+	int ret;
+
+	end = from + 2 * SMALL * 600;
+	for (i = 0; i < b->size; i++)
+		h[i] = pattern(i, seed + 1);
+	ret = small_copies(b, GPU_H2D, from, &t);
+	if (!ret)
+		ret = p->wait(b, t);
+	if (ret)
+		return ret;
+	memset(h, 0, b->size);
+	ret = small_copies(b, GPU_D2H, from, &t);
+	while (!ret && (ret = p->poll(b, t)) == 0)
+		(*not_ready)++;
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < b->size; i++) {
+		unsigned char want = small_copied(i, from, end) ?
+				     pattern(i, seed + 1) : 0;
+
+		if (h[i] != want) {
+			snprintf(b->why, sizeof(b->why), "small copies: byte %zu is 0x%02x, want 0x%02x",
+				 i, h[i], want);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* "copies by copy kernel ..., 4 kernel launches, 3 runtime calls" */
+static void copy_summary(const struct gpu_buf *b, char *out, size_t len)
+{
+	const struct gpu_stream_stats *st = gpu_buf_stats(b);
+	char how[320];
+
+	gpu_kcopy_describe(b, how, sizeof(how));
+	snprintf(out, len, "copies by %s, %lu kernel launches, %lu runtime calls",
+		 how, st->launches, st->calls);
+}
+
 static int check_export(struct gpu_buf *b, char *out, size_t len)
 {
 	char info[160];
@@ -157,11 +242,12 @@ static int check_export(struct gpu_buf *b, char *out, size_t len)
 static int run_one(struct worker *w, struct gpu_buf *b)
 {
 	unsigned long not_ready = 0;
-	char exp[256];
+	char exp[256], how[400] = "";
 	int ret;
 
 	gpu_buf_init(b, opt.prov, w->dev, gpu_spin_ns());
-	ret = gpu_buf_alloc(b, opt.size, NR_CHUNKS);
+	b->copy_mode = opt.copy;
+	ret = gpu_buf_alloc(b, opt.size, NR_FENCES);
 	if (ret) {
 		snprintf(w->line, sizeof(w->line), "alloc %zu MiB on device %d failed: %s (%s)",
 			 b->size >> 20, w->dev, strerror(-ret),
@@ -175,6 +261,10 @@ static int run_one(struct worker *w, struct gpu_buf *b)
 	}
 	if (!b->host_is_device) {
 		ret = round_trip(b, w->idx, &not_ready);
+		if (!ret)
+			ret = small_trip(b, w->idx, &not_ready);
+		if (!ret)
+			copy_summary(b, how, sizeof(how));
 		if (ret) {
 			snprintf(w->line, sizeof(w->line), "copies failed: %s (%s)",
 				 strerror(-ret), b->why[0] ? b->why : "no detail");
@@ -182,9 +272,10 @@ static int run_one(struct worker *w, struct gpu_buf *b)
 		}
 	}
 	ret = check_export(b, exp, sizeof(exp));
-	snprintf(w->line, sizeof(w->line), "%zu MiB on device %d, copies %s (%lu polls not ready), %s",
+	snprintf(w->line, sizeof(w->line), "%zu MiB on device %d, copies %s (%lu polls not ready%s%s), %s",
 		 b->size >> 20, w->dev,
-		 b->host_is_device ? "not needed" : "verified", not_ready, exp);
+		 b->host_is_device ? "not needed" : "verified", not_ready,
+		 how[0] ? "; " : "", how, exp);
 out:
 	return ret;
 }
@@ -278,7 +369,7 @@ static int parse(int argc, char **argv)
 		return -1;
 	}
 	optind = 2;
-	while ((c = getopt(argc, argv, "d:t:m:x:k:f")) != -1) {
+	while ((c = getopt(argc, argv, "d:t:m:x:k:fc:")) != -1) {
 		switch (c) {
 		case 'd':
 			opt.nr_ids = dbr_parse_dev_ids(optarg, opt.ids,
@@ -306,6 +397,11 @@ static int parse(int argc, char **argv)
 		case 'f':
 			opt.want_alloc_fail = true;
 			break;
+		case 'c':
+			opt.copy = !strcmp(optarg, "dma") ? GPU_COPY_DMA :
+				   !strcmp(optarg, "kernel") ? GPU_COPY_KERNEL :
+				   GPU_COPY_AUTO;
+			break;
 		default:
 			return -1;
 		}
@@ -319,6 +415,8 @@ int main(int argc, char **argv)
 	opt.nr_ids = 1;		/* device 0 unless -d says otherwise */
 	if (argc < 2)
 		return self_test();
+	if (!strcmp(argv[1], "ptx"))
+		return fputs(gpu_kcopy_ptx(), stdout) < 0;
 	if (parse(argc, argv))
 		return 2;
 	return run_provider();

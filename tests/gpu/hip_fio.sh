@@ -44,10 +44,26 @@ no_leaks seqwrite-1m-qd8
 # data checked after it came back from the device
 run_ok read-verify-1m-qd8 --name=w "${common[@]}" --rw=read --bs=1m --iodepth=8 \
 	--thread --verify_only=1
-grep -q "transfer=bounce gpu_sync=1 (host fixed buffer + async GPU copies)" \
-	"$TMPD/read-verify-1m-qd8.out" && pass "bounce path with GPU copies announced" ||
-	fail "bounce path with GPU copies announced"
+grep -q "transfer=bounce gpu_sync=1 (host fixed buffer + async GPU copies: DMA; gpu_copy=auto: gpu=hip has no copy kernel yet)" \
+	"$TMPD/read-verify-1m-qd8.out" && pass "bounce path with GPU copies announced, by DMA" ||
+	fail "bounce path with GPU copies announced, by DMA"
 no_leaks read-verify-1m-qd8
+# gpu_copy=kernel: HIP has no copy kernel, so DMA, said once, no launches
+run_ok randwrite-gpu-copy-kernel --name=w "${common[@]}" --rw=randwrite --bs=4k \
+	--iodepth=16 --thread --gpu_copy=kernel --size=4m
+out=$TMPD/randwrite-gpu-copy-kernel.out
+[ "$(grep -c 'gpu_copy=kernel: gpu=hip has no copy kernel yet' "$out")" -eq 1 ] &&
+	grep -q ') and 0 kernel launches' "$out" &&
+	pass "gpu_copy=kernel on HIP: DMA, said once, 0 kernel launches" ||
+	fail "gpu_copy=kernel on HIP: $(grep '^dmabuf_uring' "$out")"
+no_leaks randwrite-gpu-copy-kernel
+if dbr_fio --name=bad "${common[@]}" --rw=read --gpu_copy=bogus >"$TMPD/bogus.out" 2>&1; then
+	fail "gpu_copy=bogus accepted"
+else
+	grep -q "failed parsing gpu_copy=bogus" "$TMPD/bogus.out" &&
+		pass "gpu_copy=bogus: fio refuses it and lists auto, dma, kernel" ||
+		fail "gpu_copy=bogus: $(head -3 "$TMPD/bogus.out")"
+fi
 run_ok randrw-bsrange-qd32 --name=w "${common[@]}" --rw=randrw --bsrange=4k-128k \
 	--iodepth=32 --thread
 no_leaks randrw-bsrange-qd32

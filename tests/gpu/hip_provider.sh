@@ -53,6 +53,10 @@ grep -q "unpinned_copies=0" <<<"$final" && ! grep -q " copies=0 " <<<"$final" &&
 grep -Eq "[1-9][0-9]* polls not ready" "$TMPD/copies-4-threads-2-devices.out" &&
 	pass "copies are asynchronous: markers seen not ready" ||
 	fail "no marker was ever seen not ready"
+# 600 small copies a pass, both ways: by DMA here (HIP has no copy kernel)
+hipcheck small-copies-gpu-copy-kernel 0 "thread 0: ok: .*copies by DMA; gpu_copy=kernel: gpu=hip has no copy kernel yet, 0 kernel launches" \
+	-- -c kernel -x skip
+no_leaks small-copies-gpu-copy-kernel
 
 if [ "$have_udmabuf" = 1 ]; then
 	hipcheck export-rocm6 0 "thread 0: ok: .*dma-buf fd [0-9]+: exp_name: udmabuf size: 8388608" -- -x require

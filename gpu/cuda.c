@@ -16,8 +16,8 @@
  * and the shared copy stream (stream.c) over this file's table of driver
  * calls: one non-blocking stream, blocking-sync events (a wait spins
  * briefly, then sleeps), cuMemcpyBatchAsync where the driver has it
- * (CUDA 12.8+), found at run time, and the copy kernels (kcopy.h), JIT
- * compiled from PTX by the driver into a module per buffer, which reach
+ * (CUDA 12.8+), found at run time, and the copy kernel (kcopy.h), JIT
+ * compiled from PTX by the driver into a module per buffer, which reaches
  * the shadow through its device mapping.
  */
 #define _GNU_SOURCE
@@ -85,7 +85,7 @@ struct cu_api {
 	/* optional: stream memory operations (CUDA 12 names it _v2) */
 	CUresult (*StreamWriteValue64)(CUstream, CUdeviceptr, cuuint64_t,
 				       unsigned int);
-	/* optional: the copy kernels (kcopy.h) */
+	/* optional: the copy kernel (kcopy.h) */
 	__typeof__(cuModuleLoadDataEx) *ModuleLoadDataEx;
 	__typeof__(cuModuleGetFunction) *ModuleGetFunction;
 	__typeof__(cuModuleUnload) *ModuleUnload;
@@ -396,7 +396,7 @@ static int cuda_alloc_host(struct gpu_buf *b, struct cuda_priv *cp)
 	ret = gpu_shadow_map(b);
 	if (ret < 0)
 		return ret;
-	/* DEVICEMAP: the copy kernels reach the shadow through its mapping */
+	/* DEVICEMAP: the copy kernel reaches the shadow through its mapping */
 	r = cu.MemHostRegister(b->host, b->size, CU_MEMHOSTREGISTER_DEVICEMAP);
 	if (r != CUDA_SUCCESS) {
 		ret = cu_fail(b, r, "cuMemHostRegister of the host buffer (raise ulimit -l?)");
@@ -554,10 +554,10 @@ static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuStreamWriteValue64");
 }
 
-/* The copy kernels (kcopy.h): one module per buffer, in its context. */
+/* The copy kernel (kcopy.h): one module per buffer, in its context. */
 struct cu_kcopy {
 	CUmodule mod;
-	CUfunction fn[2];	/* [GPU_H2D] dbr_gather, [GPU_D2H] dbr_scatter */
+	CUfunction fn;		/* dbr_kcopy */
 };
 
 static int rt_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev_addr)
@@ -598,9 +598,7 @@ static int rt_kernel_load(struct gpu_buf *b, const char *ptx, void **mod)
 		free(k);
 		return cu_errno(r);
 	}
-	r = cu.ModuleGetFunction(&k->fn[GPU_H2D], k->mod, "dbr_gather");
-	if (r == CUDA_SUCCESS)
-		r = cu.ModuleGetFunction(&k->fn[GPU_D2H], k->mod, "dbr_scatter");
+	r = cu.ModuleGetFunction(&k->fn, k->mod, "dbr_kcopy");
 	if (r != CUDA_SUCCESS) {
 		cu.ModuleUnload(k->mod);
 		free(k);
@@ -622,10 +620,10 @@ static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
 			    const struct gpu_klaunch *l)
 {
 	struct cu_kcopy *k = mod;
-	void *args[] = { (void *)&l->src, (void *)&l->dst, (void *)l->d };
+	void *args[] = { (void *)&l->host, (void *)&l->dev, (void *)l->d };
 	CUresult r;
 
-	r = cu.LaunchKernel(k->fn[l->dir], l->n, l->chunks, 1,
+	r = cu.LaunchKernel(k->fn, l->n, l->chunks, 1,
 			    GPU_KCOPY_CHUNK / GPU_KCOPY_ALIGN, 1, 1, 0, stream,
 			    args, NULL);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuLaunchKernel");

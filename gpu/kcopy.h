@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The copy kernels (gpu_copy=auto|kernel): one launch moves a pass's small
+ * The copy kernel (gpu_copy=auto|kernel): one launch moves a pass's small
  * copies between the host staging area and device memory, where a runtime
- * batch-copy call costs the driver about as much per copy as per byte. The
- * GPU reads (gather, host->device) or writes (scatter, device->host) the
- * page-locked staging area through its device mapping; each launch carries
- * up to GPU_KCOPY_MAX descriptors (offset, length) in its parameter block,
- * the same offset on both sides, as copies of one io_u have.
+ * batch-copy call costs the driver per copy, not per byte. The GPU reads
+ * (gathers, host->device) or writes (scatters, device->host) the
+ * page-locked staging area through its device mapping; a launch carries up
+ * to GPU_KCOPY_MAX descriptors (offset, length, direction) in its parameter
+ * block, the offset the same on both sides, as for the copies of one io_u.
  *
- * This unit is runtime-free: which copies a kernel takes, and packing them
- * into launches. The kernels are PTX text (kcopy_ptx.h); a runtime that can
- * load and launch them fills the kernel_* entries of struct gpu_runtime.
+ * This unit is runtime-free: which copies the kernel takes, and packing
+ * them into launches. The kernel is PTX text (kcopy_ptx.h); a runtime that
+ * can load and launch it fills the kernel_* entries of struct gpu_runtime.
  */
 #ifndef DBR_GPU_KCOPY_H
 #define DBR_GPU_KCOPY_H
@@ -38,35 +38,36 @@
 
 struct gpu_copy;
 
+/* A descriptor's len has this bit set for a device -> host copy. */
+#define GPU_KDESC_D2H		(1u << 31)
+
 /* One descriptor, in GPU_KCOPY_ALIGN units; kernel parameter 2 is 256 of them. */
 struct gpu_kdesc {
 	uint32_t off;
-	uint32_t len;
+	uint32_t len;		/* | GPU_KDESC_D2H */
 };
 
-/* One launch: kernel parameters first, in the kernels' order, then the grid. */
+/* One launch of dbr_kcopy: its parameters, in order, then the grid. */
 struct gpu_klaunch {
-	uint64_t src;		/* parameter 0: base address read from */
-	uint64_t dst;		/* parameter 1: base address written to */
+	uint64_t host;		/* parameter 0: the staging area's device address */
+	uint64_t dev;		/* parameter 1: device memory */
 	struct gpu_kdesc d[GPU_KCOPY_MAX];	/* parameter 2 */
-	enum gpu_copy_dir dir;	/* GPU_H2D: dbr_gather, GPU_D2H: dbr_scatter */
 	unsigned int n;		/* descriptors used: grid x */
 	unsigned int chunks;	/* grid y: the longest copy in chunks, capped */
 };
 
-/* Would a kernel take this copy, in this mode (never for GPU_COPY_DMA)? */
+/* Would the kernel take this copy, in this mode (never for GPU_COPY_DMA)? */
 bool gpu_kcopy_takes(enum gpu_copy_mode mode, const struct gpu_copy *c);
 
 /*
- * Start an empty launch in direction dir between the staging area's device
- * address host_dev and device memory at dev.
+ * Start an empty launch between the staging area's device address
+ * host_dev and device memory at dev.
  */
-void gpu_kcopy_begin(struct gpu_klaunch *l, enum gpu_copy_dir dir,
-		     uint64_t host_dev, uint64_t dev);
+void gpu_kcopy_begin(struct gpu_klaunch *l, uint64_t host_dev, uint64_t dev);
 
 /*
- * Add copy c (one gpu_kcopy_takes took) to l; false when l is full or goes
- * the other way: launch it, begin another, add again.
+ * Add copy c (one gpu_kcopy_takes took) to l; false when l is full:
+ * launch it, begin another, add again.
  */
 bool gpu_kcopy_add(struct gpu_klaunch *l, const struct gpu_copy *c);
 
@@ -79,7 +80,7 @@ const char *gpu_copy_mode_name(enum gpu_copy_mode mode);
  */
 void gpu_kcopy_describe(const struct gpu_buf *b, char *buf, size_t len);
 
-/* The PTX text of dbr_gather and dbr_scatter (kcopy_ptx.h). */
+/* The PTX text of dbr_kcopy (kcopy_ptx.h). */
 const char *gpu_kcopy_ptx(void);
 
 #endif

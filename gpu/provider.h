@@ -131,8 +131,8 @@ const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
 
 /*
  * How the stream copies: b->copy_mode, or GPU_COPY_DMA where the copy
- * kernels could not be had; then *why is the runtime's reason, "" where the
- * runtime has no copy kernels. No stream: b->copy_mode, *why "".
+ * kernel could not be had; then *why is the runtime's reason, "" where the
+ * runtime has no copy kernel. No stream: b->copy_mode, *why "".
  */
 enum gpu_copy_mode gpu_buf_copy_mode(const struct gpu_buf *b,
 				     const char **why);

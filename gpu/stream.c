@@ -50,9 +50,9 @@ static void flag_unmap(struct gpu_stream *s)
 }
 
 /*
- * The copy kernels, where b->copy_mode asks for them and the runtime can
- * load them; else every copy goes through the runtime's copy calls and
- * s->kwhy keeps the runtime's reason ("" where it has no kernels at all).
+ * The copy kernel, where b->copy_mode asks for it and the runtime can load
+ * it; else every copy goes through the runtime's copy calls and s->kwhy
+ * keeps the runtime's reason ("" where it has no kernel at all).
  */
 static void kcopy_setup(struct gpu_buf *b, struct gpu_stream *s)
 {
@@ -249,15 +249,15 @@ static int launch_packed(struct gpu_buf *b, struct gpu_stream *s)
 		return 0;
 	ret = s->rt->kernel_launch(b, s->stream, s->kmod, l);
 	s->st.launches += !ret;
-	l->n = 0;
+	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
 	return ret;
 }
 
 /*
- * The copies a kernel takes leave the queue as launches, one per direction
- * and GPU_KCOPY_MAX copies (the queue is in direction order); the rest stay
- * queued for the copy calls. Launches and calls share the stream, so a
- * fence after them covers both.
+ * The copies the kernel takes leave the queue as launches of up to
+ * GPU_KCOPY_MAX, both directions together; the rest stay queued for the
+ * copy calls. Launches and calls share the stream, so a fence after them
+ * covers both.
  */
 static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
 {
@@ -265,7 +265,7 @@ static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
 	unsigned int i, m = 0;
 	int ret;
 
-	l->n = 0;
+	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
 	for (i = 0; i < s->nr_queued; i++) {
 		const struct gpu_copy *c = &s->queued[i];
 
@@ -273,12 +273,11 @@ static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
 			s->queued[m++] = *c;
 			continue;
 		}
-		if (l->n && gpu_kcopy_add(l, c))
+		if (gpu_kcopy_add(l, c))
 			continue;
 		ret = launch_packed(b, s);
 		if (ret < 0)
 			return ret;
-		gpu_kcopy_begin(l, c->dir, s->host_dev, s->dev_base);
 		gpu_kcopy_add(l, c);
 	}
 	s->nr_queued = m;

@@ -70,10 +70,10 @@ struct gpu_runtime {
 			   uint64_t value);
 	/*
 	 * Optional (NULL: copies go through the calls above only): the copy
-	 * kernels (kcopy.h). kernel_load loads dbr_gather and dbr_scatter from
-	 * PTX text into *mod; kernel_launch queues one launch of l on the
-	 * stream; host_dev_addr gives the device address of the page-locked
-	 * host shadow. HIP could fill them with hipModuleLoadData and
+	 * kernel (kcopy.h). kernel_load loads dbr_kcopy from PTX text into
+	 * *mod; kernel_launch queues one launch of l on the stream;
+	 * host_dev_addr gives the device address of the page-locked host
+	 * shadow. HIP could fill them with hipModuleLoadData and
 	 * hipModuleLaunchKernel from a code object; it does not yet.
 	 */
 	int (*host_dev_addr)(struct gpu_buf *b, void *host, uint64_t *dev_addr);
@@ -105,11 +105,11 @@ struct gpu_stream {
 	bool no_batch;		/* runtime lacks the batch call */
 	uint64_t *flag;		/* newest ticket done, written by the stream */
 	uint64_t flag_dev;	/* its device address; 0: not mapped */
-	void *kmod;		/* copy kernels loaded (NULL: DMA only) */
+	void *kmod;		/* copy kernel loaded (NULL: DMA only) */
 	struct gpu_klaunch *kl;	/* the launch being packed */
-	uint64_t host_dev;	/* device address of b->host, for the kernels */
-	enum gpu_copy_mode mode;	/* b->copy_mode, DMA without kernels */
-	char kwhy[192];		/* why the kernels could not be had */
+	uint64_t host_dev;	/* device address of b->host, for the kernel */
+	enum gpu_copy_mode mode;	/* b->copy_mode, DMA without the kernel */
+	char kwhy[192];		/* why the kernel could not be had */
 	struct gpu_stream_stats st;
 };
 

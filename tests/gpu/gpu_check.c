@@ -8,13 +8,13 @@
  *                             negative errno and a reason)
  *   gpu_check PROVIDER [-d IDS] [-t THREADS] [-m MIB] [-x try|require|refuse|skip]
  *                      [-k MS] [-f] [-c auto|dma|kernel]
- *   gpu_check ptx             print the copy kernels' PTX (kcopy_ptx.h)
+ *   gpu_check ptx             print the copy kernel's PTX (kcopy_ptx.h)
  *
  * Per thread (device = entry i mod n of IDS, as gpu_dev_ids): alloc, fill the
  * shadow, copy it to the device, clear the shadow, copy it back in chunks
  * each with its own marker (polled, then waited), compare; then small
  * copies both ways, every other 4 KiB block and an odd-sized one, up to
- * 600 a pass (the copy kernels' path with gpu_copy=auto|kernel, -c: how
+ * 600 a pass (the copy kernel's path with gpu_copy=auto|kernel, -c: how
  * the stream copies), compared, the blocks between them untouched; export the
  * device memory as a dma-buf (-x: try, must succeed, must fail cleanly,
  * or skip) and show its /proc/self/fdinfo exporter; keep everything for -k

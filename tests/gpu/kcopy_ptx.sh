@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The copy kernels' PTX (gpu/kcopy_ptx.h), as the engine hands it to the
+# The copy kernel's PTX (gpu/kcopy_ptx.h), as the engine hands it to the
 # driver, through NVIDIA's PTX assembler for Ampere and Hopper, so a syntax
 # error never first shows on a GPU machine; a corrupted copy must fail.
 # ptxas: $PTXAS, else on PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin.
@@ -15,18 +15,18 @@ done
 [ -n "$ptxas" ] || skip "no ptxas (the CUDA toolkit's PTX assembler): set PTXAS or CUDA_HOME"
 
 "$check" ptx >"$TMPD/kcopy.ptx" || die "gpu_check ptx failed"
-for e in dbr_gather dbr_scatter; do
-	grep -q "^\.visible \.entry $e($" "$TMPD/kcopy.ptx" && pass "entry $e" ||
-		fail "no entry $e in the PTX"
-done
-# membar.sys once, in dbr_scatter, after its copy loop
-fences=$(awk '/\.entry/ { e = $3 } /membar\.sys/ { print e }' "$TMPD/kcopy.ptx")
-[ "$fences" = "dbr_scatter(" ] && pass "one system-scope fence, in dbr_scatter" ||
-	fail "membar.sys in: ${fences:-none}"
+grep -q "^\.visible \.entry dbr_kcopy($" "$TMPD/kcopy.ptx" && pass "entry dbr_kcopy" ||
+	fail "no entry dbr_kcopy in the PTX"
+# one system-scope fence, after the copy loop, for device -> host blocks only
+fences=$(grep -c 'membar\.sys' "$TMPD/kcopy.ptx")
+fence=$(sed -n '/^\$Ldone:/,/ret;/p' "$TMPD/kcopy.ptx" | grep 'membar\.sys' | tr -d ' \t')
+[ "$fences" -eq 1 ] && [ "$fence" = "@%p3membar.sys;" ] &&
+	pass "one system-scope fence after the loop, predicated on the direction bit" ||
+	fail "membar.sys: $fences in the PTX, after the loop: ${fence:-none}"
 for arch in sm_80 sm_90; do
 	if "$ptxas" -arch=$arch -v "$TMPD/kcopy.ptx" -o "$TMPD/kcopy-$arch.cubin" \
 		>"$TMPD/ptxas-$arch.out" 2>&1; then
-		pass "ptxas -arch=$arch: $(grep -c 'Compiling entry' "$TMPD/ptxas-$arch.out") entries, $(grep -m1 -o 'Used [0-9]* registers' "$TMPD/ptxas-$arch.out")"
+		pass "ptxas -arch=$arch: $(grep -m1 -o 'Used [0-9]* registers' "$TMPD/ptxas-$arch.out")"
 	else
 		fail "ptxas -arch=$arch:"
 		sed 's/^/    /' "$TMPD/ptxas-$arch.out"

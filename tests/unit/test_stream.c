@@ -5,7 +5,7 @@
  * The fake's "device" is an array the size of the host shadow; a batch runs
  * its copies in reverse order (a batch may run in any order), and a copy
  * that overlaps another of its own batch fails the test. The fake's copy
- * kernels (gpu_copy=auto|kernel) run each launch's descriptors in reverse
+ * kernel (gpu_copy=auto|kernel) runs each launch's descriptors in reverse
  * order too, through a device mapping of the host shadow at an address of
  * its own, so a launch that used the host address would miss.
  */
@@ -38,8 +38,7 @@ static struct {
 	unsigned int loads, unloads, launches, bad_launches;
 	int load_ret, launch_ret;	/* fail on request */
 	struct {
-		enum gpu_copy_dir dir;
-		unsigned int n, chunks;
+		unsigned int n, d2h, chunks;
 	} l[MAX_LAUNCHES];
 } fk;
 
@@ -133,7 +132,7 @@ static int fk_kernel_load(struct gpu_buf *b, const char *ptx, void **mod)
 		snprintf(b->why, sizeof(b->why), "fakeModuleLoad: NO_JIT");
 		return fk.load_ret;
 	}
-	if (!strstr(ptx, ".entry dbr_gather(") || !strstr(ptx, ".entry dbr_scatter("))
+	if (!strstr(ptx, ".entry dbr_kcopy("))
 		return -ENOENT;
 	fk.loads++;
 	*mod = &fk;
@@ -146,17 +145,20 @@ static void fk_kernel_unload(void *mod)
 	fk.unloads++;
 }
 
+static size_t desc_len(const struct gpu_kdesc *d)
+{
+	return (size_t)(d->len & ~GPU_KDESC_D2H) * GPU_KCOPY_ALIGN;
+}
+
 /*
- * What the kernels do, descriptor by descriptor (last first), after the
- * checks a GPU would make: a grid of n x chunks blocks, 16-byte units,
- * the gather reading the mapped shadow, the scatter writing it.
+ * What the kernel does, descriptor by descriptor (last first), after the
+ * checks a GPU would make: a grid of n x chunks blocks, 16-byte units, a
+ * gather reading the mapped shadow, a scatter writing it.
  */
 static int fk_kernel_launch(struct gpu_buf *b, void *s, void *mod,
 			    const struct gpu_klaunch *l)
 {
-	uint64_t want_src = l->dir == GPU_H2D ? HOST_DEV : fk.dev_base;
-	uint64_t want_dst = l->dir == GPU_H2D ? fk.dev_base : HOST_DEV;
-	unsigned int i, j;
+	unsigned int i, j, d2h = 0;
 
 	(void)s;
 	if (fk.launch_ret) {
@@ -164,29 +166,34 @@ static int fk_kernel_launch(struct gpu_buf *b, void *s, void *mod,
 		return fk.launch_ret;
 	}
 	if (mod != &fk || !l->n || l->n > GPU_KCOPY_MAX || !l->chunks ||
-	    l->chunks > GPU_KCOPY_MAX_CHUNKS || l->src != want_src ||
-	    l->dst != want_dst)
+	    l->chunks > GPU_KCOPY_MAX_CHUNKS || l->host != HOST_DEV ||
+	    l->dev != fk.dev_base)
 		fk.bad_launches++;
-	if (fk.launches < MAX_LAUNCHES) {
-		fk.l[fk.launches].dir = l->dir;
-		fk.l[fk.launches].n = l->n;
-		fk.l[fk.launches].chunks = l->chunks;
-	}
-	fk.launches++;
 	for (i = 0; i < l->n; i++)
 		for (j = i + 1; j < l->n; j++)
-			if (ranges_overlap(l->d[i].off, l->d[i].len,
-					   l->d[j].off, l->d[j].len))
+			if (ranges_overlap(l->d[i].off * GPU_KCOPY_ALIGN,
+					   desc_len(&l->d[i]),
+					   l->d[j].off * GPU_KCOPY_ALIGN,
+					   desc_len(&l->d[j])))
 				fk.overlaps++;
 	for (i = l->n; i-- > 0;) {
 		uint64_t off = (uint64_t)l->d[i].off * GPU_KCOPY_ALIGN;
-		size_t len = (size_t)l->d[i].len * GPU_KCOPY_ALIGN;
+		size_t len = desc_len(&l->d[i]);
+		bool to_host = l->d[i].len & GPU_KDESC_D2H;
 
-		if (len > (size_t)l->chunks * GPU_KCOPY_CHUNK &&
-		    l->chunks < GPU_KCOPY_MAX_CHUNKS)
+		if (!len || (len > (size_t)l->chunks * GPU_KCOPY_CHUNK &&
+			     l->chunks < GPU_KCOPY_MAX_CHUNKS))
 			fk.bad_launches++;	/* grid y too small for it */
-		memcpy(addr_of(b, l->dst + off), addr_of(b, l->src + off), len);
+		d2h += to_host;
+		memcpy(addr_of(b, (to_host ? l->host : l->dev) + off),
+		       addr_of(b, (to_host ? l->dev : l->host) + off), len);
 	}
+	if (fk.launches < MAX_LAUNCHES) {
+		fk.l[fk.launches].n = l->n;
+		fk.l[fk.launches].d2h = d2h;
+		fk.l[fk.launches].chunks = l->chunks;
+	}
+	fk.launches++;
 	return 0;
 }
 
@@ -204,7 +211,7 @@ static const struct gpu_runtime fake_rt = {
 	.copy_batch	= fk_copy_batch,
 };
 
-/* The same runtime with copy kernels. */
+/* The same runtime with the copy kernel. */
 static const struct gpu_runtime fake_krt = {
 	.enter		= fk_enter,
 	.stream_create	= fk_stream_create,
@@ -365,21 +372,22 @@ static void test_kcopy_units(void)
 	CHECK(!gpu_kcopy_takes(GPU_COPY_KERNEL, &far),
 	      "an end past what 32-bit descriptors reach goes to DMA");
 
-	gpu_kcopy_begin(&l, GPU_D2H, HOST_DEV, 1ull << 40);
-	CHECK(l.src == 1ull << 40 && l.dst == HOST_DEV && !l.n,
-	      "scatter reads device memory and writes the mapped shadow");
+	gpu_kcopy_begin(&l, HOST_DEV, 1ull << 40);
+	CHECK(l.host == HOST_DEV && l.dev == 1ull << 40 && !l.n,
+	      "a launch between the mapped shadow and device memory");
 	for (i = 0; i < GPU_KCOPY_MAX; i++) {
 		c.off = i * 32;
+		c.dir = i % 3 ? GPU_H2D : GPU_D2H;
 		ok &= gpu_kcopy_add(&l, &c);
 	}
 	c.off = GPU_KCOPY_MAX * 32;
 	CHECK(ok && l.n == GPU_KCOPY_MAX && !gpu_kcopy_add(&l, &c),
-	      "a launch takes %u copies, not one more", GPU_KCOPY_MAX);
-	CHECK(l.d[3].off == 3 * 32 / 16 && l.d[3].len == 1 && l.chunks == 1,
-	      "descriptors in 16-byte units, one chunk of grid y");
-	gpu_kcopy_begin(&l, GPU_H2D, HOST_DEV, 1ull << 40);
-	CHECK(l.src == HOST_DEV && l.dst == 1ull << 40 && !gpu_kcopy_add(&l, &c),
-	      "gather reads the mapped shadow; a copy the other way needs a launch of its own");
+	      "a launch takes %u copies of either direction, not one more",
+	      GPU_KCOPY_MAX);
+	CHECK(l.d[3].off == 3 * 32 / 16 && l.d[3].len == (1 | GPU_KDESC_D2H) &&
+	      l.d[4].off == 4 * 32 / 16 && l.d[4].len == 1 && l.chunks == 1,
+	      "descriptors in 16-byte units, the top bit of len for device -> host, one chunk of grid y");
+	gpu_kcopy_begin(&l, HOST_DEV, 1ull << 40);
 	c = (struct gpu_copy){ GPU_H2D, 0, 3 * GPU_KCOPY_CHUNK + 16 };
 	gpu_kcopy_add(&l, &c);
 	c.len = (size_t)GPU_KCOPY_MAX_CHUNKS * GPU_KCOPY_CHUNK * 4;
@@ -417,17 +425,16 @@ static void test_kernel_auto(void)
 	gpu_stream_copy(&b, GPU_H2D, 16 * BLK, 16 * BLK);	/* 64 KiB */
 	gpu_stream_copy(&b, GPU_D2H, 40 * BLK + 8, 100);	/* misaligned */
 	ret = gpu_stream_fence(&b, &ticket);
-	CHECK(ret == 0 && fk.launches == 2 && !fk.bad_launches && !fk.overlaps,
-	      "4 small copies in 2 launches (%u, %u bad)", fk.launches,
+	CHECK(ret == 0 && fk.launches == 1 && !fk.bad_launches && !fk.overlaps,
+	      "4 small copies in 1 launch (%u, %u bad)", fk.launches,
 	      fk.bad_launches);
-	CHECK(fk.l[0].dir == GPU_H2D && fk.l[0].n == 3 && fk.l[0].chunks == 1 &&
-	      fk.l[1].dir == GPU_D2H && fk.l[1].n == 1,
-	      "gather with 3 descriptors, then scatter with 1");
+	CHECK(fk.l[0].n == 4 && fk.l[0].d2h == 1 && fk.l[0].chunks == 1,
+	      "3 gathers and 1 scatter in it (%u, %u)", fk.l[0].n, fk.l[0].d2h);
 	CHECK(fk.batches == 1 && fk.last_n == 2 && !fk.singles,
 	      "the 64 KiB and the misaligned copy in one batch call (%u batches of %zu, %u singles)",
 	      fk.batches, fk.last_n, fk.singles);
-	CHECK(s.st.copies == 6 && s.st.calls == 1 && s.st.launches == 2,
-	      "counters: 6 copies, 1 runtime call, 2 kernel launches");
+	CHECK(s.st.copies == 6 && s.st.calls == 1 && s.st.launches == 1,
+	      "counters: 6 copies, 1 runtime call, 1 kernel launch");
 	CHECK(same(&b, 0, BLK) && same(&b, 2 * BLK, 1024) &&
 	      same(&b, 4 * BLK, BLK) && same(&b, 16 * BLK, 16 * BLK),
 	      "H2D bytes landed in device memory");
@@ -441,7 +448,7 @@ static void test_kernel_auto(void)
 	CHECK(fk.unloads == 1, "the module is unloaded with the stream");
 }
 
-/* More copies than one launch carries: launches of 256, per direction. */
+/* More copies than one launch carries: launches of 256. */
 static void test_kernel_split(void)
 {
 	struct gpu_stream s;
@@ -460,14 +467,14 @@ static void test_kernel_split(void)
 	for (i = 0; i < 10; i++)
 		gpu_stream_copy(&b, GPU_D2H, (BUF_SIZE / 2) + i * 64, 32);
 	ret = gpu_stream_fence(&b, &ticket);
-	CHECK(ret == 0 && s.st.merged == 0 && fk.launches == 3 &&
+	CHECK(ret == 0 && s.st.merged == 0 && fk.launches == 2 &&
 	      !fk.bad_launches && !fk.overlaps && !fk.batches && !fk.singles,
-	      "310 copies in 3 launches, no runtime call (%u launches, %u bad, %u calls)",
+	      "310 copies in 2 launches, no runtime call (%u launches, %u bad, %u calls)",
 	      fk.launches, fk.bad_launches, fk.batches + fk.singles);
-	CHECK(fk.l[0].n == GPU_KCOPY_MAX && fk.l[1].n == 300 - GPU_KCOPY_MAX &&
-	      fk.l[1].dir == GPU_H2D && fk.l[2].n == 10 && fk.l[2].dir == GPU_D2H,
-	      "launches of %u, %u and %u descriptors", fk.l[0].n, fk.l[1].n,
-	      fk.l[2].n);
+	CHECK(fk.l[0].n == GPU_KCOPY_MAX && !fk.l[0].d2h &&
+	      fk.l[1].n == 310 - GPU_KCOPY_MAX && fk.l[1].d2h == 10,
+	      "launches of %u and %u descriptors, the 10 scatters in the second",
+	      fk.l[0].n, fk.l[1].n);
 	ret = 1;
 	for (i = 0; i < 300; i++)
 		ret &= same(&b, i * 32, 16) && !same(&b, i * 32 + 16, 16);

@@ -1,6 +1,8 @@
 # scripts/gpu-proof kcopy: the copy kernel (gpu_copy=) on the bounce path, on
 # one GPU. Sourced by scripts/gpu-proof after the build ($FIO, $ENGINE, $CHECK,
-# $W, $RUNS, note, section, x, data_file come from there).
+# $W, $RUNS, note, section, x, data_file, zram_target come from there). The
+# bounce mode's whole matrix runs with the kernel too:
+# BOUNCE_SET=gpu_copy=kernel scripts/gpu-proof bounce.
 #
 # Parts (COPY_PARTS, default all four, in this order):
 #   check   gpu_check cuda -c kernel|auto|dma, 1 and 4 threads: a whole-buffer
@@ -16,8 +18,8 @@
 #           minimum, median and maximum IOPS, ratios to fio, copies per launch
 #   sweep   randread at 16k..256k, 4 threads: gpu_copy=dma vs kernel, for
 #           where the copy engines overtake the kernel (auto's 64 KiB)
-# COPY_TARGETS="shm zram": an 8 GiB file in /dev/shm, and /dev/zram0 (set to
-# 8 GiB and filled once where the kernel has zram and it is unused).
+# COPY_TARGETS="shm zram": an 8 GiB file in /dev/shm, and /dev/zram0 as the
+# bounce mode sets it up (zram_target: ZRAM_GB, filled once).
 # COPY_SET="dma kernel", COPY_REPEAT=5, COPY_RUNTIME=3, COPY_THREADS="1 8 16".
 
 kc_shm=/dev/shm/dbr-kcopy.bin
@@ -31,31 +33,9 @@ kc_path() {
 		echo "$kc_shm"
 		;;
 	zram)
-		kc_zram_ready && echo "$kc_zram"
+		zram_target >&2 && echo "$kc_zram"
 		;;
 	esac
-}
-
-# /dev/zram0 at 8 GiB, written once with incompressible data (a block never
-# written reads back without decompressing anything)
-kc_zram_ready() {
-	local sys=/sys/block/zram0 size
-
-	[ -b "$kc_zram" ] || { echo "no /dev/zram0 (kernel without zram): zram cases not run" >&2; return 1; }
-	[ -f "$W/zram.filled" ] && return 0
-	size=$(cat "$sys/disksize")
-	if [ "$size" -eq 0 ]; then
-		echo 8589934592 >"$sys/disksize" || { echo "cannot size /dev/zram0" >&2; return 1; }
-	elif [ "$size" -lt 8589934592 ]; then
-		echo "/dev/zram0 is in use at $size bytes: zram cases not run" >&2
-		return 1
-	fi
-	"$FIO" --name=fill --filename="$kc_zram" --rw=write --bs=1m \
-		--iodepth=8 --ioengine=io_uring --direct=1 --refill_buffers \
-		--numjobs=8 --offset_increment=1g --size=1g --thread \
-		>"$RUNS/zram-fill.out" 2>&1 || { echo "filling /dev/zram0 failed" >&2; return 1; }
-	touch "$W/zram.filled"
-	grep -h . "$sys/mm_stat" | sed 's/^/zram mm_stat: /' >&2
 }
 
 kc_check() {

@@ -62,6 +62,12 @@ static void kcopy_setup(struct gpu_buf *b, struct gpu_stream *s)
 	s->mode = GPU_COPY_DMA;
 	if (b->copy_mode == GPU_COPY_DMA || !rt->kernel_load)
 		return;
+	/* a run of neighbours folds into one descriptor: all must reach */
+	if (b->size / GPU_KCOPY_ALIGN >= GPU_KDESC_D2H) {
+		snprintf(s->kwhy, sizeof(s->kwhy), "the %zu GiB buffer is past the 32 GiB its descriptors reach",
+			 b->size >> 30);
+		return;
+	}
 	s->kl = malloc(sizeof(*s->kl));
 	ret = s->kl ? rt->host_dev_addr(b, b->host, &s->host_dev) : -ENOMEM;
 	if (!ret)
@@ -239,51 +245,6 @@ static int submit_batch(struct gpu_buf *b, struct gpu_stream *s,
 	return submit_one_by_one(b, s, 0, sent);
 }
 
-/* Launch what l holds, if anything. */
-static int launch_packed(struct gpu_buf *b, struct gpu_stream *s)
-{
-	struct gpu_klaunch *l = s->kl;
-	int ret;
-
-	if (!l->n)
-		return 0;
-	ret = s->rt->kernel_launch(b, s->stream, s->kmod, l);
-	s->st.launches += !ret;
-	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
-	return ret;
-}
-
-/*
- * The copies the kernel takes leave the queue as launches of up to
- * GPU_KCOPY_MAX, both directions together; the rest stay queued for the
- * copy calls. Launches and calls share the stream, so a fence after them
- * covers both.
- */
-static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
-{
-	struct gpu_klaunch *l = s->kl;
-	unsigned int i, m = 0;
-	int ret;
-
-	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
-	for (i = 0; i < s->nr_queued; i++) {
-		const struct gpu_copy *c = &s->queued[i];
-
-		if (!gpu_kcopy_takes(s->mode, c)) {
-			s->queued[m++] = *c;
-			continue;
-		}
-		if (gpu_kcopy_add(l, c))
-			continue;
-		ret = launch_packed(b, s);
-		if (ret < 0)
-			return ret;
-		gpu_kcopy_add(l, c);
-	}
-	s->nr_queued = m;
-	return launch_packed(b, s);
-}
-
 static int by_dir_off(const void *a, const void *b)
 {
 	const struct gpu_copy *x = a, *y = b;
@@ -300,22 +261,79 @@ static int by_dir_off(const void *a, const void *b)
  * Copies of one batch never overlap (gpu_stream_copy) and run in any order,
  * so one copy over a run of them does exactly what they would.
  */
-static void coalesce(struct gpu_stream *s)
+static unsigned int coalesce_run(struct gpu_stream *s, struct gpu_copy *q,
+				 unsigned int n)
 {
-	struct gpu_copy *q = s->queued;
 	unsigned int i, m = 0;
 
-	if (s->nr_queued < 2)
-		return;
-	qsort(q, s->nr_queued, sizeof(*q), by_dir_off);
-	for (i = 1; i < s->nr_queued; i++) {
+	if (n < 2)
+		return n;
+	qsort(q, n, sizeof(*q), by_dir_off);
+	for (i = 1; i < n; i++) {
 		if (q[i].dir == q[m].dir && q[m].off + q[m].len == q[i].off)
 			q[m].len += q[i].len;
 		else
 			q[++m] = q[i];
 	}
-	s->st.merged += s->nr_queued - (m + 1);
-	s->nr_queued = m + 1;
+	s->st.merged += n - (m + 1);
+	return m + 1;
+}
+
+static void coalesce(struct gpu_stream *s)
+{
+	s->nr_queued = coalesce_run(s, s->queued, s->nr_queued);
+}
+
+/* Launch what l holds, if anything. */
+static int launch_packed(struct gpu_buf *b, struct gpu_stream *s)
+{
+	struct gpu_klaunch *l = s->kl;
+	int ret;
+
+	if (!l->n)
+		return 0;
+	ret = s->rt->kernel_launch(b, s->stream, s->kmod, l);
+	s->st.launches += !ret;
+	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
+	return ret;
+}
+
+/*
+ * The copies the kernel takes (chosen by each copy's own length, before
+ * neighbours fold: a run of 4 KiB reads stays the kernel's) leave the
+ * queue as launches of up to GPU_KCOPY_MAX, both directions together; the
+ * rest stay queued for the copy calls. Launches and calls share the
+ * stream, so a fence after them covers both.
+ */
+static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
+{
+	struct gpu_klaunch *l = s->kl;
+	struct gpu_copy *q = s->queued, t;
+	unsigned int i, nk = 0, n;
+	int ret = 0;
+
+	for (i = 0; i < s->nr_queued; i++) {
+		if (!gpu_kcopy_takes(s->mode, &q[i]))
+			continue;
+		t = q[nk];
+		q[nk++] = q[i];
+		q[i] = t;
+	}
+	n = coalesce_run(s, q, nk);
+	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
+	for (i = 0; i < n; i++) {
+		if (gpu_kcopy_add(l, &q[i]))
+			continue;
+		ret = launch_packed(b, s);
+		if (ret < 0)
+			break;
+		gpu_kcopy_add(l, &q[i]);
+	}
+	if (!ret)
+		ret = launch_packed(b, s);
+	memmove(q, q + nk, (s->nr_queued - nk) * sizeof(*q));
+	s->nr_queued -= nk;
+	return ret;
 }
 
 /*
@@ -333,9 +351,9 @@ int gpu_stream_submit(struct gpu_buf *b)
 		return 0;
 	t0 = gpu_now_ns();
 	ret = s->rt->enter(b);
-	coalesce(s);
 	if (!ret && s->kmod)
 		ret = submit_kernel(b, s);
+	coalesce(s);
 	for (i = 0; !ret && i < s->nr_queued; i++) {
 		copy_addrs(s, b, &s->queued[i], &s->dst[i], &s->src[i]);
 		s->len[i] = s->queued[i].len;

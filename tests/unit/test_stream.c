@@ -399,19 +399,21 @@ static void test_kcopy_units(void)
 }
 
 /*
- * gpu_copy=auto: small aligned copies go by kernel, one launch per
- * direction; large or misaligned ones share one batch call; bytes land.
+ * gpu_copy=auto: small aligned copies go by kernel, both directions in one
+ * launch, neighbours folded; large or misaligned ones share one batch
+ * call; bytes land.
  */
 static void test_kernel_auto(void)
 {
 	struct gpu_stream s;
 	struct gpu_buf b;
 	uint64_t ticket;
+	unsigned int i;
 	char how[320];
 	int ret;
 
 	fk.loads = fk.unloads = 0;
-	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_AUTO, 8);
+	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_AUTO, 16);
 	CHECK(ret == 0 && fk.loads == 1, "stream with copy kernels (%d)", ret);
 	if (ret)
 		return;
@@ -424,19 +426,24 @@ static void test_kernel_auto(void)
 	gpu_stream_copy(&b, GPU_D2H, 6 * BLK, BLK);
 	gpu_stream_copy(&b, GPU_H2D, 16 * BLK, 16 * BLK);	/* 64 KiB */
 	gpu_stream_copy(&b, GPU_D2H, 40 * BLK + 8, 100);	/* misaligned */
+	for (i = 0; i < 16; i++)	/* 4 KiB reads side by side: 64 KiB */
+		gpu_stream_copy(&b, GPU_H2D, (64 + (i * 7) % 16) * BLK, BLK);
 	ret = gpu_stream_fence(&b, &ticket);
 	CHECK(ret == 0 && fk.launches == 1 && !fk.bad_launches && !fk.overlaps,
-	      "4 small copies in 1 launch (%u, %u bad)", fk.launches,
+	      "20 small copies in 1 launch (%u, %u bad)", fk.launches,
 	      fk.bad_launches);
-	CHECK(fk.l[0].n == 4 && fk.l[0].d2h == 1 && fk.l[0].chunks == 1,
-	      "3 gathers and 1 scatter in it (%u, %u)", fk.l[0].n, fk.l[0].d2h);
+	CHECK(fk.l[0].n == 5 && fk.l[0].d2h == 1 && fk.l[0].chunks == 16,
+	      "in it 4 gathers, one of them 16 neighbours folded (grid y 16), and 1 scatter (%u, %u, %u)",
+	      fk.l[0].n, fk.l[0].d2h, fk.l[0].chunks);
 	CHECK(fk.batches == 1 && fk.last_n == 2 && !fk.singles,
 	      "the 64 KiB and the misaligned copy in one batch call (%u batches of %zu, %u singles)",
 	      fk.batches, fk.last_n, fk.singles);
-	CHECK(s.st.copies == 6 && s.st.calls == 1 && s.st.launches == 1,
-	      "counters: 6 copies, 1 runtime call, 1 kernel launch");
+	CHECK(s.st.copies == 22 && s.st.merged == 15 && s.st.calls == 1 &&
+	      s.st.launches == 1,
+	      "counters: 22 copies, 15 merged, 1 runtime call, 1 kernel launch");
 	CHECK(same(&b, 0, BLK) && same(&b, 2 * BLK, 1024) &&
-	      same(&b, 4 * BLK, BLK) && same(&b, 16 * BLK, 16 * BLK),
+	      same(&b, 4 * BLK, BLK) && same(&b, 16 * BLK, 16 * BLK) &&
+	      same(&b, 64 * BLK, 16 * BLK),
 	      "H2D bytes landed in device memory");
 	CHECK(same(&b, 6 * BLK, BLK) && same(&b, 40 * BLK + 8, 100),
 	      "D2H bytes landed in the host shadow");

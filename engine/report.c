@@ -83,12 +83,13 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		return;
 	if (dd->pipe_ready)
 		ps = &dd->pipe.st;
-	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy) and %lu kernel launches, copies done %.1f us after queueing (mean), %lu fences (%lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
+	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy) and %lu kernel launches, copies done %.1f us after queueing (mean), %lu fences (%lu by the copy kernel, %lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
 		 td->o.name, td->subjob_number, dd->ring.reissues,
 		 dd->ring.reissues == 1 ? "" : "s", cs->copies, cs->calls,
 		 cs->merged, per_unit_us(cs->call_ns, cs->copies), cs->launches,
-		 per_unit_us(ps->copy_ns, ps->copied), cs->fences, cs->queries,
-		 cs->waits, ps->held_back, ps->copy_errors);
+		 per_unit_us(ps->copy_ns, ps->copied), cs->fences,
+		 cs->kernel_fences, cs->queries, cs->waits, ps->held_back,
+		 ps->copy_errors);
 }
 
 /* The thread's results, in fio's own figures: what fio's report says of it */

@@ -620,7 +620,8 @@ static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
 			    const struct gpu_klaunch *l)
 {
 	struct cu_kcopy *k = mod;
-	void *args[] = { (void *)&l->host, (void *)&l->dev, (void *)l->d };
+	void *args[] = { (void *)&l->host, (void *)&l->dev, (void *)&l->flag,
+			 (void *)&l->ticket, (void *)l->d };
 	CUresult r;
 
 	r = cu.LaunchKernel(k->fn, l->n, l->chunks, 1,

@@ -11,7 +11,7 @@
 #include "stream.h"
 
 _Static_assert(sizeof(((struct gpu_klaunch *)0)->d) == 2048,
-	       "kernel parameter 2 is .b8 dbr_kcopy_desc[2048] in kcopy_ptx.h");
+	       "kernel parameter 4 is .b8 dbr_kcopy_desc[2048] in kcopy_ptx.h");
 
 /*
  * The kernel moves 16 bytes at a time, so both ends of a copy must be
@@ -36,6 +36,8 @@ void gpu_kcopy_begin(struct gpu_klaunch *l, uint64_t host_dev, uint64_t dev)
 {
 	l->host = host_dev;
 	l->dev = dev;
+	l->flag = 0;
+	l->ticket = 0;
 	l->n = 0;
 	l->chunks = 0;
 }

@@ -21,7 +21,7 @@
 
 #include "provider.h"
 
-/* Descriptors per launch: 16 + 8 x 256 bytes of the 4 KiB parameter space. */
+/* Descriptors per launch: 32 + 8 x 256 bytes of the 4 KiB parameter space. */
 #define GPU_KCOPY_MAX		256u
 /* Offsets and lengths in units of the kernel's 16-byte loads and stores. */
 #define GPU_KCOPY_ALIGN		16u
@@ -41,7 +41,7 @@ struct gpu_copy;
 /* A descriptor's len has this bit set for a device -> host copy. */
 #define GPU_KDESC_D2H		(1u << 31)
 
-/* One descriptor, in GPU_KCOPY_ALIGN units; kernel parameter 2 is 256 of them. */
+/* One descriptor, in GPU_KCOPY_ALIGN units; kernel parameter 4 is 256 of them. */
 struct gpu_kdesc {
 	uint32_t off;
 	uint32_t len;		/* | GPU_KDESC_D2H */
@@ -51,7 +51,11 @@ struct gpu_kdesc {
 struct gpu_klaunch {
 	uint64_t host;		/* parameter 0: the staging area's device address */
 	uint64_t dev;		/* parameter 1: device memory */
-	struct gpu_kdesc d[GPU_KCOPY_MAX];	/* parameter 2 */
+	uint64_t flag;		/* parameter 2: 0, or the host word's device
+				 * address: the launch writes ticket there
+				 * once all its copies are done */
+	uint64_t ticket;	/* parameter 3 */
+	struct gpu_kdesc d[GPU_KCOPY_MAX];	/* parameter 4 */
 	unsigned int n;		/* descriptors used: grid x */
 	unsigned int chunks;	/* grid y: the longest copy in chunks, capped */
 };

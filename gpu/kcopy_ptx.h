@@ -11,8 +11,11 @@
  *						// bit: device -> host
  *	struct kdescs { kdesc d[256]; };	// GPU_KCOPY_MAX
  *
+ *	__device__ uint32_t count;		// per module: per stream
+ *
  *	__global__ void __launch_bounds__(256)
- *	dbr_kcopy(uint4 *host, uint4 *dev, kdescs k)
+ *	dbr_kcopy(uint4 *host, uint4 *dev, volatile uint64_t *flag,
+ *		  uint64_t ticket, kdescs k)
  *	{
  *		kdesc d = k.d[blockIdx.x];
  *		bool d2h = d.len >> 31;
@@ -25,6 +28,19 @@
  *			dst[d.off + i] = src[d.off + i];
  *		if (d2h)
  *			__threadfence_system();
+ *		else
+ *			__threadfence();
+ *		if (!flag)
+ *			return;
+ *		__syncthreads();
+ *		if (threadIdx.x)
+ *			return;
+ *		__threadfence();
+ *		if (atomicAdd(&count, 1) != gridDim.x * gridDim.y - 1)
+ *			return;
+ *		count = 0;			// for the stream's next launch
+ *		__threadfence_system();
+ *		*flag = ticket;			// the fence: copies done
  *	}
  *
  * One block of 256 threads per descriptor (grid x), each thread moving 16
@@ -48,6 +64,19 @@
  * memory, and a CPU that sees the ticket sees the data. A gather needs no
  * fence: its stores go to device memory, which later work on the stream
  * sees in stream order.
+ *
+ * A launch may also be its pass's fence (flag set): the stream would
+ * otherwise write the ticket into the host word with a call of its own
+ * after the launch (cuStreamWriteValue64), and the driver serialises every
+ * thread's calls behind one lock, so at 16 threads the second call per pass
+ * costs as much as the launch. Every block counts itself done in a counter
+ * of the module's (one module per stream, and launches on a stream run one
+ * after the other, so one counter serves them all) once its stores are
+ * fenced (gathers at GPU scope, scatters at system scope, above) and its
+ * threads have met at the barrier; the block that counts last has seen
+ * every other block's count, and so everything they stored, resets the
+ * counter for the next launch, fences at system scope and writes the
+ * ticket. A CPU that reads the ticket sees every byte of the pass.
  */
 #ifndef DBR_GPU_KCOPY_PTX_H
 #define DBR_GPU_KCOPY_PTX_H
@@ -57,9 +86,13 @@ static const char gpu_kcopy_ptx_text[] =
 	".target sm_70\n"
 	".address_size 64\n"
 	"\n"
+	".global .align 4 .u32 dbr_kcopy_count;\n"
+	"\n"
 	".visible .entry dbr_kcopy(\n"
 	"	.param .u64 dbr_kcopy_host,\n"
 	"	.param .u64 dbr_kcopy_dev,\n"
+	"	.param .u64 dbr_kcopy_flag,\n"
+	"	.param .u64 dbr_kcopy_ticket,\n"
 	"	.param .align 4 .b8 dbr_kcopy_desc[2048]\n"
 	")\n"
 	".maxntid 256, 1, 1\n"
@@ -105,6 +138,28 @@ static const char gpu_kcopy_ptx_text[] =
 	"$Ldone:\n"
 	/* a scatter's stores visible to the CPU before the kernel ends */
 	"	@%p3 membar.sys;\n"
+	"	@!%p3 membar.gl;\n"
+	/* a fencing launch: the block that counts last writes the ticket */
+	"	ld.param.u64	%rd11, [dbr_kcopy_flag];\n"
+	"	setp.eq.u64	%p1, %rd11, 0;\n"
+	"	@%p1 bra	$Lret;\n"
+	"	bar.sync	0;\n"
+	"	setp.ne.u32	%p2, %r7, 0;\n"
+	"	@%p2 bra	$Lret;\n"
+	/* as a grid barrier counts: the block's stores, then its count */
+	"	membar.gl;\n"
+	"	mov.u32		%r12, %nctaid.x;\n"
+	"	mul.lo.u32	%r13, %r12, %r9;\n"
+	"	sub.u32		%r13, %r13, 1;\n"
+	"	atom.global.add.u32	%r14, [dbr_kcopy_count], 1;\n"
+	"	setp.ne.u32	%p2, %r14, %r13;\n"
+	"	@%p2 bra	$Lret;\n"
+	"	st.global.u32	[dbr_kcopy_count], 0;\n"
+	"	membar.sys;\n"
+	"	ld.param.u64	%rd10, [dbr_kcopy_ticket];\n"
+	"	cvta.to.global.u64	%rd11, %rd11;\n"
+	"	st.volatile.global.u64	[%rd11], %rd10;\n"
+	"$Lret:\n"
 	"	ret;\n"
 	"}\n";
 

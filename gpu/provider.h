@@ -44,6 +44,7 @@ struct gpu_stream_stats {
 	unsigned long calls;		/* runtime copy calls (batch or single) */
 	unsigned long launches;		/* copy-kernel launches */
 	unsigned long fences;		/* fences recorded */
+	unsigned long kernel_fences;	/* of them, written by a copy kernel */
 	unsigned long queries;		/* event queries (no host flag) */
 	unsigned long waits;		/* blocking waits for a fence */
 	unsigned long merged;		/* copies folded into a neighbour's */

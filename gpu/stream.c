@@ -303,9 +303,14 @@ static int launch_packed(struct gpu_buf *b, struct gpu_stream *s)
  * neighbours fold: a run of 4 KiB reads stays the kernel's) leave the
  * queue as launches of up to GPU_KCOPY_MAX, both directions together; the
  * rest stay queued for the copy calls. Launches and calls share the
- * stream, so a fence after them covers both.
+ * stream, so a fence after them covers both. Given a ticket, where the
+ * kernel takes every queued copy and the stream has its host word, the last
+ * launch is the fence too: it writes the ticket there itself (*signalled),
+ * and the stream-write call after it is saved (kcopy_ptx.h says why that
+ * matters).
  */
-static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
+static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s,
+			 uint64_t ticket, bool *signalled)
 {
 	struct gpu_klaunch *l = s->kl;
 	struct gpu_copy *q = s->queued, t;
@@ -329,30 +334,41 @@ static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s)
 			break;
 		gpu_kcopy_add(l, &q[i]);
 	}
-	if (!ret)
+	if (!ret && ticket && s->flag && l->n && nk == s->nr_queued) {
+		l->flag = s->flag_dev;
+		l->ticket = ticket;
+	}
+	if (!ret) {
+		*signalled = l->flag != 0;
 		ret = launch_packed(b, s);
+		if (ret < 0)
+			*signalled = false;
+	}
 	memmove(q, q + nk, (s->nr_queued - nk) * sizeof(*q));
 	s->nr_queued -= nk;
 	return ret;
 }
 
 /*
- * On failure the copies not sent are dropped: the caller fails the I/O they
- * belonged to, after draining what was sent (gpu_stream_drain).
+ * Send what is queued: the kernel's copies, then the copy calls' (ticket
+ * and *signalled: see submit_kernel). On failure the copies not sent are
+ * dropped: the caller fails the I/O they belonged to, after draining what
+ * was sent (gpu_stream_drain).
  */
-int gpu_stream_submit(struct gpu_buf *b)
+static int stream_send(struct gpu_buf *b, struct gpu_stream *s,
+		       uint64_t ticket, bool *signalled)
 {
-	struct gpu_stream *s = b->stream;
 	unsigned int i, sent = 0;
 	uint64_t t0;
 	int ret;
 
+	*signalled = false;
 	if (!s->nr_queued)
 		return 0;
 	t0 = gpu_now_ns();
 	ret = s->rt->enter(b);
 	if (!ret && s->kmod)
-		ret = submit_kernel(b, s);
+		ret = submit_kernel(b, s, ticket, signalled);
 	coalesce(s);
 	for (i = 0; !ret && i < s->nr_queued; i++) {
 		copy_addrs(s, b, &s->queued[i], &s->dst[i], &s->src[i]);
@@ -363,6 +379,13 @@ int gpu_stream_submit(struct gpu_buf *b)
 	s->nr_queued = 0;
 	s->st.call_ns += gpu_now_ns() - t0;
 	return ret;
+}
+
+int gpu_stream_submit(struct gpu_buf *b)
+{
+	bool signalled;
+
+	return stream_send(b, b->stream, 0, &signalled);
 }
 
 static void *ticket_event(const struct gpu_stream *s, uint64_t ticket)
@@ -404,13 +427,16 @@ int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket)
 {
 	struct gpu_stream *s = b->stream;
 	uint64_t t = s->issued + 1, t0;
+	bool signalled;
 	int ret;
 
-	ret = gpu_stream_submit(b);
+	ret = stream_send(b, s, t, &signalled);
 	if (ret < 0)
 		return ret;
 	t0 = gpu_now_ns();
-	if (s->flag && s->rt->write_value(b, s->stream, s->flag_dev, t) < 0)
+	s->st.kernel_fences += signalled;
+	if (s->flag && !signalled &&
+	    s->rt->write_value(b, s->stream, s->flag_dev, t) < 0)
 		ret = flag_give_up(b, s);
 	if (!ret && !s->flag)
 		ret = fence_event(b, s, t);

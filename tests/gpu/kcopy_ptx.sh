@@ -17,12 +17,20 @@ done
 "$check" ptx >"$TMPD/kcopy.ptx" || die "gpu_check ptx failed"
 grep -q "^\.visible \.entry dbr_kcopy($" "$TMPD/kcopy.ptx" && pass "entry dbr_kcopy" ||
 	fail "no entry dbr_kcopy in the PTX"
-# one system-scope fence, after the copy loop, for device -> host blocks only
+# system-scope fences: one after the copy loop, for device -> host blocks
+# only (GPU scope for the others), and one before a fencing launch's last
+# block writes the ticket into the host word
 fences=$(grep -c 'membar\.sys' "$TMPD/kcopy.ptx")
-fence=$(sed -n '/^\$Ldone:/,/ret;/p' "$TMPD/kcopy.ptx" | grep 'membar\.sys' | tr -d ' \t')
-[ "$fences" -eq 1 ] && [ "$fence" = "@%p3membar.sys;" ] &&
-	pass "one system-scope fence after the loop, predicated on the direction bit" ||
-	fail "membar.sys: $fences in the PTX, after the loop: ${fence:-none}"
+fence=$(sed -n '/^\$Ldone:/,/^\$Lret:/p' "$TMPD/kcopy.ptx" | grep -m2 'membar\.' | tr -d ' \t' | paste -sd' ')
+[ "$fences" -eq 2 ] && [ "$fence" = "@%p3membar.sys; @!%p3membar.gl;" ] &&
+	pass "after the loop: a system-scope fence for scatters, a GPU-scope one for gathers" ||
+	fail "after the loop: $fences membar.sys in the PTX, then: ${fence:-none}"
+signal=$(sed -n '/^\$Ldone:/,/^\$Lret:/p' "$TMPD/kcopy.ptx" |
+	grep -E 'atom\.global\.add|st\.global\.u32|membar\.sys;|st\.volatile\.global\.u64' |
+	grep -v '@' | tr -d ' \t' | sed 's/[%][a-z0-9]*//g' | paste -sd' ')
+[ "$signal" = "atom.global.add.u32,[dbr_kcopy_count],1; st.global.u32[dbr_kcopy_count],0; membar.sys; st.volatile.global.u64[],;" ] &&
+	pass "a fencing launch: count the block, the last resets the count, fences at system scope, then writes the ticket" ||
+	fail "the ticket write's order: $signal"
 for arch in sm_80 sm_90; do
 	if "$ptxas" -arch=$arch -v "$TMPD/kcopy.ptx" -o "$TMPD/kcopy-$arch.cubin" \
 		>"$TMPD/ptxas-$arch.out" 2>&1; then

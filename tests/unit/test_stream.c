@@ -39,8 +39,14 @@ static struct {
 	int load_ret, launch_ret;	/* fail on request */
 	struct {
 		unsigned int n, d2h, chunks;
+		bool fence;		/* the launch wrote a ticket */
 	} l[MAX_LAUNCHES];
+	/* the host word a stream polls, where the runtime maps one */
+	uint64_t *word;
+	unsigned int writes, kernel_writes;	/* stream writes, by launches */
 } fk;
+
+#define WORD_DEV	(1ull << 42)	/* the fake's device address of it */
 
 static void *addr_of(struct gpu_buf *b, uint64_t a)
 {
@@ -188,12 +194,48 @@ static int fk_kernel_launch(struct gpu_buf *b, void *s, void *mod,
 		memcpy(addr_of(b, (to_host ? l->host : l->dev) + off),
 		       addr_of(b, (to_host ? l->dev : l->host) + off), len);
 	}
+	/* a fencing launch: its ticket, once its copies (above) are done */
+	if (l->flag) {
+		if (l->flag != WORD_DEV || !fk.word || !l->ticket)
+			fk.bad_launches++;
+		else
+			*fk.word = l->ticket;
+		fk.kernel_writes++;
+	}
 	if (fk.launches < MAX_LAUNCHES) {
 		fk.l[fk.launches].n = l->n;
 		fk.l[fk.launches].d2h = d2h;
 		fk.l[fk.launches].chunks = l->chunks;
+		fk.l[fk.launches].fence = l->flag != 0;
 	}
 	fk.launches++;
+	return 0;
+}
+
+static int fk_map_host(struct gpu_buf *b, void *host, size_t len,
+		       uint64_t *dev_addr)
+{
+	(void)b; (void)len;
+	fk.word = host;
+	*dev_addr = WORD_DEV;
+	return 0;
+}
+
+static void fk_unmap_host(void *host)
+{
+	(void)host;
+	fk.word = NULL;
+}
+
+/* The stream's own write of a ticket, in stream order: here, at once. */
+static int fk_write_value(struct gpu_buf *b, void *s, uint64_t dev_addr,
+			  uint64_t value)
+{
+	(void)b; (void)s;
+	if (dev_addr != WORD_DEV || !fk.word)
+		return -EINVAL;
+	*fk.word = value;
+	fk.writes++;
 	return 0;
 }
 
@@ -224,6 +266,28 @@ static const struct gpu_runtime fake_krt = {
 	.event_sync	= fk_event_sync,
 	.copy		= fk_copy,
 	.copy_batch	= fk_copy_batch,
+	.host_dev_addr	= fk_host_dev_addr,
+	.kernel_load	= fk_kernel_load,
+	.kernel_unload	= fk_kernel_unload,
+	.kernel_launch	= fk_kernel_launch,
+};
+
+/* With the copy kernel and stream memory operations (a host word). */
+static const struct gpu_runtime fake_kwrt = {
+	.enter		= fk_enter,
+	.stream_create	= fk_stream_create,
+	.stream_sync	= fk_sync,
+	.stream_destroy	= fk_stream_destroy,
+	.event_create	= fk_event_create,
+	.event_destroy	= fk_event_destroy,
+	.event_record	= fk_event_record,
+	.event_query	= fk_event_query,
+	.event_sync	= fk_event_sync,
+	.copy		= fk_copy,
+	.copy_batch	= fk_copy_batch,
+	.map_host	= fk_map_host,
+	.unmap_host	= fk_unmap_host,
+	.write_value	= fk_write_value,
 	.host_dev_addr	= fk_host_dev_addr,
 	.kernel_load	= fk_kernel_load,
 	.kernel_unload	= fk_kernel_unload,
@@ -500,6 +564,60 @@ static void test_kernel_split(void)
 	close_stream(&b, &s);
 }
 
+/*
+ * A pass the kernel takes whole is fenced by its last launch, which writes
+ * the ticket into the host word itself; a pass with copies for the copy
+ * calls, or a fence with nothing queued, gets the stream's own write.
+ */
+static void test_kernel_fence(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	uint64_t t1, t2, t3, t4;
+	unsigned int i;
+	int ret;
+
+	fk.writes = fk.kernel_writes = 0;
+	ret = open_stream(&b, &s, &fake_kwrt, GPU_COPY_AUTO, 16);
+	CHECK(ret == 0 && fk.word, "stream with copy kernels and a host word (%d)",
+	      ret);
+	if (ret)
+		return;
+	for (i = 0; i < 8; i++)
+		gpu_stream_copy(&b, i & 1 ? GPU_D2H : GPU_H2D, i * 2 * BLK, BLK);
+	ret = gpu_stream_fence(&b, &t1);
+	CHECK(ret == 0 && fk.launches == 1 && fk.l[0].fence && !fk.writes &&
+	      !fk.bad_launches && *fk.word == t1 && gpu_stream_poll(&b, t1) == 1,
+	      "8 small copies: 1 launch that writes ticket %lu itself, no stream write (%u)",
+	      (unsigned long)t1, fk.writes);
+	gpu_stream_copy(&b, GPU_H2D, 32 * BLK, BLK);
+	gpu_stream_copy(&b, GPU_H2D, 64 * BLK, 16 * BLK);	/* 64 KiB: DMA */
+	ret = gpu_stream_fence(&b, &t2);
+	CHECK(ret == 0 && fk.launches == 2 && !fk.l[1].fence &&
+	      fk.writes == 1 && *fk.word == t2 && t2 == t1 + 1,
+	      "a pass with a copy for the copy calls: the launch does not fence, the stream writes ticket %lu",
+	      (unsigned long)t2);
+	ret = gpu_stream_fence(&b, &t3);
+	CHECK(ret == 0 && fk.writes == 2 && *fk.word == t3,
+	      "a fence with nothing queued: the stream's write");
+	close_stream(&b, &s);
+
+	/* over one launch's worth: only the last launch fences */
+	ret = open_stream(&b, &s, &fake_kwrt, GPU_COPY_KERNEL, 160);
+	CHECK(ret == 0, "stream, kernel mode, with a host word");
+	if (ret)
+		return;
+	fk.writes = fk.kernel_writes = 0;
+	for (i = 0; i < 300; i++)
+		gpu_stream_copy(&b, GPU_H2D, i * 32, 16);
+	ret = gpu_stream_fence(&b, &t4);
+	CHECK(ret == 0 && fk.launches == 2 && !fk.l[0].fence && fk.l[1].fence &&
+	      fk.kernel_writes == 1 && !fk.writes && *fk.word == t4 &&
+	      s.st.kernel_fences == 1 && s.st.fences == 1,
+	      "300 copies in 2 launches: the second writes the ticket, the first does not");
+	close_stream(&b, &s);
+}
+
 /* gpu_copy=dma never loads the kernels; a runtime without them cannot. */
 static void test_kernel_not_asked(void)
 {
@@ -591,6 +709,7 @@ int main(void)
 	test_kcopy_units();
 	test_kernel_auto();
 	test_kernel_split();
+	test_kernel_fence();
 	test_kernel_not_asked();
 	test_kernel_fallback();
 	CHECK(count_fds() == before, "no descriptor left open");

@@ -7,7 +7,8 @@ host memory and, where it ran, this engine on host memory (dbr-host), each as
 min / median / max IOPS over the repetitions; the ratios of repetition i of
 ours to repetition i of the reference (they ran back to back), as median and
 minimum, since a run that falls into a slow mode is the defect to see; and
-GPU copies per runtime call (median over repetitions, and the lowest).
+GPU copies per runtime copy call or copy kernel launch (median over
+repetitions, and the lowest).
 
 usage: bounce_table.py LABEL=RESULTS_DIR ...   (LABEL: the target)
 """
@@ -26,7 +27,9 @@ def reps_by_impl(records):
             continue
         threads = r.get("gpu_threads") or []
         copies = sum(t.get("copies", 0) for t in threads)
-        calls = sum(t.get("copy_calls", 0) for t in threads)
+        # a copy kernel launch sends copies as a runtime copy call does
+        calls = sum(t.get("copy_calls", 0) + t.get("copy_launches", 0)
+                    for t in threads)
         per_call = copies / calls if calls else None
         c = r["case"]
         out.setdefault(c["job"], {}).setdefault(c["impl"], []).append(
@@ -72,7 +75,7 @@ def row(label, job, impls):
 def main(argv):
     print("| target | job | n | ours IOPS min / median / max | "
           "fio io_uring IOPS | ours / fio, median (min) | "
-          "ours / gpu=host, median (min) | copies per runtime call |")
+          "ours / gpu=host, median (min) | copies per runtime call or launch |")
     print("|---|---|---|---|---|---|---|---|")
     for arg in argv:
         label, _, path = arg.partition("=")

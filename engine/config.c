@@ -302,7 +302,10 @@ int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len)
 	if (pf->bad_file)
 		add_reason(why, len, "%s is %s (only nvme-pci namespaces such as /dev/nvme0n1 take dma-bufs)",
 			   pf->bad_file, pf->bad_kind);
-	return pf->probe < 0 ? ENOTSUP : why[0] ? EINVAL : 0;
+	if (pf->iommu_err)
+		add_reason(why, len, "%s", pf->iommu_why);
+	return pf->probe < 0 ? ENOTSUP : pf->iommu_err ? -pf->iommu_err :
+	       why[0] ? EINVAL : 0;
 }
 
 int dbr_settle_transfer(const struct dbr_p2p_facts *pf, enum dbr_transfer *xfer,

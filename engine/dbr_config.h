@@ -81,11 +81,15 @@ struct dbr_p2p_facts {
 	bool direct;		/* direct=1 */
 	const char *bad_file;	/* first file p2p cannot take, or NULL */
 	const char *bad_kind;	/* what that file is (dbr_target_kind) */
+	int iommu_err;		/* dbr_iommu_verdict of the first file it
+				 * refuses (-EOPNOTSUPP, -ENODEV), or 0 */
+	const char *iommu_why;	/* its reason */
 };
 
 /*
  * Why p2p cannot run, every reason in one line into why (empty when it can):
- * ENOTSUP (the kernel), EINVAL (the job), or 0.
+ * ENOTSUP (the kernel), the IOMMU's errno (EOPNOTSUPP, ENODEV), EINVAL (the
+ * job), or 0.
  */
 int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len);
 /*

@@ -16,6 +16,7 @@
 #include "fio.h"
 
 #include "dbr_config.h"
+#include "iommu.h"
 #include "pipeline.h"
 #include "provider.h"
 #include "ring.h"
@@ -43,6 +44,7 @@ struct dbr_options {
 	char *gpu_dev_ids;
 	unsigned int gpu_cpus;
 	unsigned int transfer;
+	unsigned int p2p_iommu;
 	unsigned int gpu_sync;
 	unsigned int registerfiles;
 	unsigned int sqpoll;

@@ -106,6 +106,22 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "p2p_iommu",
+		.lname	= "p2p under a translating IOMMU",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, p2p_iommu),
+		.help	= "p2p of GPU memory where an IOMMU translates for the NVMe controller",
+		.def	= "refuse",
+		.posval = {
+			  { .ival = "refuse", .oval = DBR_P2P_IOMMU_REFUSE,
+			    .help = "Refuse: the controller's DMA to the GPU's physical addresses would be lost" },
+			  { .ival = "allow", .oval = DBR_P2P_IOMMU_ALLOW,
+			    .help = "Run: the IOVA == physical mapping modules (dmabuf-import, iommu-map-pa) are loaded" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_sync",
 		.lname	= "Copy GPU memory to and from fio's buffers",
 		.type	= FIO_OPT_STR,

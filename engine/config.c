@@ -37,9 +37,10 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 		snprintf(msg, len, "transfer=p2p needs direct=1: the kernel registers dma-bufs only for O_DIRECT block devices; set direct=1 (or transfer=bounce for buffered I/O)");
 		return -EINVAL;
 	}
-	if (j->buf_bytes > DBR_REGBUF_MAX_BYTES) {
-		snprintf(msg, len, "the thread's buffer area (%zu MiB = iodepth x max bs) is over the 1024 MiB a registered buffer may hold; lower iodepth or bs, or split the work over numjobs",
-			 j->buf_bytes >> 20);
+	if (j->max_bs > DBR_REGBUF_MAX_BYTES - DBR_SPLIT_GRAN) {
+		snprintf(msg, len, "bs=%zu MiB: one I/O must fit a registered buffer, at most %llu MiB; lower bs",
+			 j->max_bs >> 20,
+			 (DBR_REGBUF_MAX_BYTES - DBR_SPLIT_GRAN) >> 20);
 		return -E2BIG;
 	}
 	if (j->transfer == DBR_XFER_P2P && j->nr_files > DBR_MAX_REG_BUFFERS) {
@@ -62,18 +63,29 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 	return 0;
 }
 
-/*
- * The size check again, on what is really registered: fio's area with its
- * alignment padding (what iomem_alloc is asked for), as the provider rounds
- * it. area is iodepth x max bs, for the message. Returns 0 or -E2BIG.
- */
-int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len)
+int dbr_split_plan(struct dbr_split *s, size_t size, size_t max_bs,
+		   size_t cap, size_t gran)
 {
-	if (reg_bytes <= DBR_REGBUF_MAX_BYTES)
+	memset(s, 0, sizeof(*s));
+	if (!size || !gran || cap < gran || max_bs > cap - gran)
+		return -E2BIG;
+	s->size = size;
+	s->cap = cap;
+	/* whatever starts before the next piece ends inside this one */
+	s->span = (cap - max_bs) / gran * gran;
+	s->nr = 1;
+	if (size > cap)
+		s->nr += (unsigned int)((size - cap + s->span - 1) / s->span);
+	return 0;
+}
+
+size_t dbr_split_len(const struct dbr_split *s, unsigned int k)
+{
+	size_t start = (size_t)k * s->span;
+
+	if (k >= s->nr || start >= s->size)
 		return 0;
-	snprintf(msg, len, "the thread's buffer area registers as %zu MiB (iodepth x max bs = %zu MiB, plus fio's alignment padding, rounded up to 2 MiB), over the 1024 MiB a registered buffer may hold; lower iodepth or bs, or split the work over numjobs",
-		 reg_bytes >> 20, area >> 20);
-	return -E2BIG;
+	return s->size - start < s->cap ? s->size - start : s->cap;
 }
 
 /*

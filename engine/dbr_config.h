@@ -34,6 +34,7 @@ struct dbr_job {
 	bool does_trim;
 	bool verify;
 	size_t buf_bytes;	/* the thread's buffer area */
+	size_t max_bs;		/* the largest I/O: one registered piece holds it */
 	unsigned int nr_files;	/* files of the thread: p2p needs a slot each */
 	unsigned int maps_per_dev; /* dma-buf registrations on its busiest device */
 	int sqpoll_cpu;		/* SQ thread pinned here; < 0: not pinned */
@@ -63,7 +64,37 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len);
 /* Append to the string in buf (len bytes in all), cut where it ends. */
 void dbr_cat(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len);
+
+/*
+ * A thread's buffer area as registered buffers of at most DBR_REGBUF_MAX_BYTES
+ * each (ordinary fixed buffers always, dma-bufs where the kernel caps them):
+ * piece k starts at k * span and is min(cap, size - k * span) long; pieces
+ * overlap by at least the largest I/O, so every io_u buffer lies whole in
+ * the piece dbr_split_piece names. One piece when size fits.
+ */
+struct dbr_split {
+	size_t size;		/* the area, bytes */
+	size_t cap;		/* most bytes of one piece */
+	size_t span;		/* distance between the pieces' starts */
+	unsigned int nr;	/* pieces */
+};
+
+/* gran: pieces start and end on it (2 MiB: every provider's export unit) */
+int dbr_split_plan(struct dbr_split *s, size_t size, size_t max_bs,
+		   size_t cap, size_t gran);
+size_t dbr_split_len(const struct dbr_split *s, unsigned int k);
+
+/* The piece an I/O at off (bytes into the area) goes through. */
+static inline unsigned int dbr_split_piece(const struct dbr_split *s,
+					   size_t off)
+{
+	size_t k;
+
+	if (s->nr == 1)
+		return 0;
+	k = off / s->span;
+	return k < s->nr ? (unsigned int)k : s->nr - 1;
+}
 int dbr_online_cpus(char *buf, size_t len);
 bool dbr_cpu_listed(const char *list, int cpu);
 unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,

@@ -57,6 +57,8 @@ _Static_assert(sizeof(struct dbr_regbuf_desc) == 80, "regbuf_desc layout");
  */
 #define DBR_REGBUF_MAX_BYTES	(1ULL << 30)
 #define DBR_MAX_MAPS_PER_DEV	256
+/* registered pieces of a larger area start and end on this (dbr_split) */
+#define DBR_SPLIT_GRAN		(2ULL << 20)
 /* slots in one ring's buffer table (the kernel's IORING_MAX_REG_BUFFERS) */
 #define DBR_MAX_REG_BUFFERS	(1U << 14)
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "dbr_fio.h"
+#include "dbr_uapi.h"
 #include "kcopy.h"
 #include "optgroup.h"
 #include "peers.h"
@@ -229,12 +230,29 @@ static struct fio_option options[] = {
 /* ------------------------------------------------------------------------ */
 /* init: the thread's settings (settle.c), its state and ring               */
 
+/*
+ * Pieces the thread's area may register as (dbr_split), before fio asks for
+ * it: iodepth x max bs plus fio's alignment padding, as providers round it.
+ */
+static unsigned int dbr_pieces_max(struct thread_data *td)
+{
+	size_t area = (size_t)td->o.iodepth * td_max_bs(td) + td->o.mem_align +
+		      2 * (size_t)page_size;
+	struct dbr_split s;
+
+	if (dbr_split_plan(&s, gpu_buf_round(area), td_max_bs(td),
+			   DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN))
+		return 1;
+	return s.nr;
+}
+
 static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 {
 	unsigned int depth = td->o.iodepth;
 
 	dd->nr_ios = depth;
 	dd->nr_slots = dbr_nr_files(td);
+	dd->pieces = dbr_pieces_max(td);
 	dd->ios = calloc(depth, sizeof(*dd->ios));
 	dd->events = calloc(depth, sizeof(*dd->events));
 	dd->queued = calloc(depth, sizeof(*dd->queued));
@@ -274,8 +292,10 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
 	}
-	/* p2p: a dma-buf slot per file; bounce: one host slot for all */
-	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ? dd->nr_slots : 1);
+	/* p2p: dma-buf slots per file; bounce: host slots for all */
+	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ?
+					  dd->nr_slots * dd->pieces :
+					  dd->pieces);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "registering a sparse buffer table: %s (io_uring needs Linux >= 5.19)",
 			 strerror(-ret));
@@ -317,11 +337,12 @@ static int dbr_init(struct thread_data *td)
 	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, &spin_ns))
 		goto err;
 	/* option mistakes first, then what the machine cannot do */
-	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer))
+	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer, &dd->maps_per_dev))
 		goto err;
 	if (dbr_pick_transfer(td, &xfer))
 		goto err;
-	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
+	if (o->transfer == DBR_XFER_AUTO &&
+	    dbr_check(td, xfer, &dd->maps_per_dev))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
 	if (dbr_pick_provider(td, &prov, &dev))
@@ -361,11 +382,16 @@ static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 	char msg[384];
 	int ret;
 
-	ret = dbr_check_reg_bytes(gpu_buf_round(total_mem),
-				  (size_t)td->o.iodepth * td_max_bs(td),
-				  msg, sizeof(msg));
-	if (ret)
-		return dbr_fail(td, -ret, "iomem_alloc", msg);
+	/* p2p: one dma-buf until the kernel says otherwise */
+	ret = dbr_split_plan(&dd->split, gpu_buf_round(total_mem),
+			     td_max_bs(td), dd->p2p ? gpu_buf_round(total_mem) :
+			     DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN);
+	if (ret || dd->split.nr > dd->pieces) {
+		snprintf(msg, sizeof(msg), "the %zu MiB buffer area needs %u registered pieces, the table has room for %u",
+			 gpu_buf_round(total_mem) >> 20, dd->split.nr,
+			 dd->pieces);
+		return dbr_fail(td, E2BIG, "iomem_alloc", msg);
+	}
 	ret = gpu_buf_alloc(&dd->buf, total_mem, dd->nr_ios);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
@@ -391,12 +417,24 @@ static void dbr_unregister_all(struct dbr_data *dd)
 	dbr_ring_quiesce(&dd->ring);
 	for (i = 0; i < dd->nr_slots; i++) {
 		if (dd->slot_live[i])
-			dbr_ring_clear_buf(&dd->ring, i, true);
+			dbr_ring_detach_pieces(&dd->ring, i, i * dd->pieces,
+					       dd->split.nr);
 		dd->slot_live[i] = false;
 	}
-	if (dd->host_registered)
-		dbr_ring_clear_buf(&dd->ring, 0, false);
-	dd->host_registered = false;
+	for (i = 0; i < dd->host_live; i++)
+		dbr_ring_clear_buf(&dd->ring, i, false);
+	dd->host_live = 0;
+}
+
+static void dbr_close_pieces(struct dbr_data *dd)
+{
+	unsigned int k;
+
+	for (k = 0; dd->piece_fd && k < dd->split.nr; k++)
+		if (dd->piece_fd[k] >= 0)
+			close(dd->piece_fd[k]);
+	free(dd->piece_fd);
+	dd->piece_fd = NULL;
 }
 
 /* Runs before cleanup: nothing may stay registered once the memory goes. */
@@ -407,6 +445,7 @@ static void dbr_iomem_free(struct thread_data *td)
 	if (!dd)
 		return;
 	dbr_unregister_all(dd);
+	dbr_close_pieces(dd);
 	if (dd->buf.stream)
 		dd->copy_stats = *gpu_buf_stats(&dd->buf);
 	gpu_buf_free(&dd->buf);
@@ -423,19 +462,30 @@ static int dbr_io_u_init(struct thread_data *td, struct io_u *io_u)
 	return 0;
 }
 
+/* bounce: the host buffer as fixed buffers, 1 GiB at most each */
 static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
 {
+	const struct dbr_split *sp = &dd->split;
 	char msg[384];
-	int ret;
+	unsigned int k;
+	int ret = 0;
 
-	ret = dbr_ring_install_host(&dd->ring, 0, dd->buf.host, dd->buf.size);
+	for (k = 0; !ret && k < sp->nr; k++) {
+		ret = dbr_ring_install_host(&dd->ring, k,
+					    (char *)dd->buf.host + k * sp->span,
+					    dbr_split_len(sp, k));
+		dd->host_live += !ret;
+	}
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "registering the %zu MiB host buffer with io_uring failed: %s%s",
 			 dd->buf.size >> 20, strerror(-ret),
 			 ret == -ENOMEM ? " (locked-memory limit: raise ulimit -l or run as root)" : "");
 		return dbr_fail(td, -ret, "register buffer", msg);
 	}
-	dd->host_registered = true;
+	if (sp->nr > 1 && dbr_first_thread(td))
+		dbr_info("%s: the %zu MiB host buffer is registered as %u fixed buffers of at most %llu MiB (io_uring's limit per buffer), each holding whole io_u buffers",
+			 td->o.name, dd->buf.size >> 20, sp->nr,
+			 DBR_REGBUF_MAX_BYTES >> 20);
 	return 0;
 }
 
@@ -504,6 +554,73 @@ static int dbr_post_init(struct thread_data *td)
 /* ------------------------------------------------------------------------ */
 /* files: a dma-buf slot is bound to one file                               */
 
+/*
+ * The kernel refused one dma-buf that large (v3 to v5 of the series cap it
+ * at 1 GiB): export the area again as pieces of at most 1 GiB, each holding
+ * whole io_u buffers, and say so once. Every piece is a mapping on the
+ * device, so the per-device count is checked again.
+ */
+static int dbr_split_dmabuf(struct thread_data *td, struct dbr_data *dd)
+{
+	const struct gpu_provider *prov = dd->buf.prov;
+	struct dbr_split sp;
+	char msg[512];
+	unsigned int k;
+	int ret;
+
+	ret = dbr_split_plan(&sp, dd->buf.size, td_max_bs(td),
+			     DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN);
+	if (ret || sp.nr > dd->pieces)
+		return -EINVAL;
+	if (dd->maps_per_dev * sp.nr > DBR_MAX_MAPS_PER_DEV) {
+		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB, so each %zu MiB registration is %u pieces: %u registrations on one device x %u = %u mappings, over the kernel's %d per device; lower iodepth x bs to 1 GiB a thread, or numjobs/nrfiles",
+			 DBR_REGBUF_MAX_BYTES >> 20, dd->buf.size >> 20, sp.nr,
+			 dd->maps_per_dev, sp.nr, dd->maps_per_dev * sp.nr,
+			 DBR_MAX_MAPS_PER_DEV);
+		return dbr_fail(td, E2BIG, "register dma-buf", msg);
+	}
+	if (!prov->export_range) {
+		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB and gpu=%s cannot export a %zu MiB area in pieces; lower iodepth x bs to 1 GiB a thread",
+			 DBR_REGBUF_MAX_BYTES >> 20, prov->name,
+			 dd->buf.size >> 20);
+		return dbr_fail(td, E2BIG, "register dma-buf", msg);
+	}
+	dd->piece_fd = malloc(sp.nr * sizeof(*dd->piece_fd));
+	if (!dd->piece_fd)
+		return dbr_fail(td, ENOMEM, "register dma-buf", "out of memory");
+	dd->split = sp;
+	for (k = 0; k < sp.nr; k++)
+		dd->piece_fd[k] = -1;
+	for (k = 0, ret = 0; !ret && k < sp.nr; k++)
+		ret = prov->export_range(&dd->buf, k * sp.span,
+					 dbr_split_len(&sp, k),
+					 &dd->piece_fd[k]);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "gpu=%s: exporting piece %u of the %zu MiB area as a dma-buf failed: %s; lower iodepth x bs to 1 GiB a thread",
+			 prov->name, k - 1, dd->buf.size >> 20,
+			 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+		return dbr_fail(td, -ret, "dma-buf export", msg);
+	}
+	if (dbr_first_thread(td))
+		dbr_info("%s: the kernel refused one %zu MiB dma-buf (Invalid argument: v3 to v5 of the series take at most %llu MiB): registered as %u dma-bufs of at most %llu MiB per file, each holding whole io_u buffers",
+			 td->o.name, dd->buf.size >> 20,
+			 DBR_REGBUF_MAX_BYTES >> 20, sp.nr,
+			 DBR_REGBUF_MAX_BYTES >> 20);
+	return 0;
+}
+
+/* f's fixed-file slot and, for p2p, its dma-buf pieces */
+static int dbr_attach_pieces(struct dbr_data *dd, struct fio_file *f)
+{
+	const int *fds = dd->piece_fd ? dd->piece_fd : &dd->buf.dmabuf_fd;
+
+	if (!dd->p2p)
+		return dbr_ring_attach_file(&dd->ring, f->fileno, f->fd, -1);
+	return dbr_ring_attach_pieces(&dd->ring, f->fileno, f->fd,
+				      f->fileno * dd->pieces, fds,
+				      dd->split.nr);
+}
+
 static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 			   struct fio_file *f)
 {
@@ -512,8 +629,13 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 
 	if (f->fileno >= (int)dd->nr_slots)
 		return dbr_fail(td, EINVAL, "open_file", "file index beyond the buffer table");
-	ret = dbr_ring_attach_file(&dd->ring, f->fileno, f->fd,
-				   dd->p2p ? dd->buf.dmabuf_fd : -1);
+	ret = dbr_attach_pieces(dd, f);
+	if (ret == -EINVAL && dd->p2p && !dd->piece_fd &&
+	    dd->buf.size > DBR_REGBUF_MAX_BYTES) {
+		if (dbr_split_dmabuf(td, dd))
+			return 1;
+		ret = dbr_attach_pieces(dd, f);
+	}
 	if (!ret) {
 		dd->slot_live[f->fileno] = dd->p2p;
 		return 0;
@@ -529,6 +651,7 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 		 strerror(-ret),
 		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
 		 ret == -EINVAL ? " (the kernel refused the descriptor: the target must be opened O_DIRECT and the dma-buf within the kernel's size limit)" :
+		 ret == -ENODEV ? " (the kernel found no IOMMU group for the target's controller: see p2p_iommu)" :
 		 ret == -ENOMEM ? " (raise ulimit -l)" : "");
 	return dbr_fail(td, -ret, "register dma-buf", msg);
 }
@@ -557,8 +680,10 @@ static int dbr_close_file(struct thread_data *td, struct fio_file *f)
 	struct dbr_data *dd = td->io_ops_data;
 
 	if (dd && dd->ring.ready && f->fileno < (int)dd->nr_slots) {
-		dbr_ring_detach_file(&dd->ring, f->fileno,
-				     dd->slot_live[f->fileno]);
+		dbr_ring_detach_pieces(&dd->ring, f->fileno,
+				       f->fileno * dd->pieces,
+				       dd->slot_live[f->fileno] ?
+				       dd->split.nr : 0);
 		dd->slot_live[f->fileno] = false;
 	}
 	return generic_close_file(td, f);
@@ -588,21 +713,25 @@ static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
 	struct io_u *io_u = io->user;
 	struct fio_file *f = io_u->file;
 	struct dbr_req *req = &io->req;
+	unsigned int k;
 
 	req->op = dbr_op_of(io_u);
 	req->fixed_file = o->registerfiles;
 	req->fd = o->registerfiles ? (int)f->fileno : f->fd;
 	req->off = io_u->offset;
 	req->len = io_u->xfer_buflen;
-	req->buf_index = dd->p2p ? f->fileno : 0;
-	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf);
+	/* the piece of the area (dbr_split) that holds this io_u's buffer */
+	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
+	k = dbr_split_piece(&dd->split, io->off);
+	req->buf_index = dd->p2p ? f->fileno * dd->pieces + k : k;
+	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf) -
+		    (dd->p2p ? (uint64_t)k * dd->split.span : 0);
 	/* as fio's io_uring engine counts it: every Nth request prepared */
 	req->force_async = false;
 	if (o->force_async && ++dd->prepped == o->force_async) {
 		dd->prepped = 0;
 		req->force_async = true;
 	}
-	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
 }
 
 static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)

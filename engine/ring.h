@@ -81,6 +81,12 @@ int dbr_ring_install_host(struct dbr_ring *r, unsigned int slot,
 int dbr_ring_install_dmabuf(struct dbr_ring *r, unsigned int slot,
 			    int dmabuf_fd, int target_fd);
 int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf);
+int dbr_ring_attach_pieces(struct dbr_ring *r, unsigned int file_slot, int fd,
+			   unsigned int buf_slot, const int *dmabuf_fds,
+			   unsigned int nr);
+int dbr_ring_detach_pieces(struct dbr_ring *r, unsigned int file_slot,
+			   unsigned int buf_slot, unsigned int nr);
+/* one dma-buf (dmabuf_fd >= 0) or none, in buffer slot = file slot */
 int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
 			 int dmabuf_fd);
 int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf);

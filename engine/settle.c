@@ -215,7 +215,8 @@ unsigned int dbr_nr_files(struct thread_data *td)
 	return n ? n : 1;
 }
 
-int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
+int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
+	      unsigned int *maps)
 {
 	struct dbr_options *o = td->eo;
 	char msg[384], cpus[128];
@@ -226,6 +227,7 @@ int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 		.does_trim	= td_trim(td),
 		.verify		= td->o.verify != VERIFY_NONE,
 		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
+		.max_bs		= td_max_bs(td),
 		.nr_files	= dbr_nr_files(td),
 		.maps_per_dev	= xfer == DBR_XFER_P2P ?
 				  dbr_maps_per_dev(td, dbr_transfer_name(o->transfer)) : 0,
@@ -238,7 +240,7 @@ int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 	if (j.sqpoll_cpu >= 0 && dbr_online_cpus(cpus, sizeof(cpus)) < 0)
 		j.online_cpus = NULL;	/* unknown: the kernel will say */
 	ret = dbr_check_job(&j, msg, sizeof(msg));
-
+	*maps = j.maps_per_dev;
 	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
 }
 

@@ -520,14 +520,17 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
 	gpu_kcopy_describe(&dd->buf, copies, sizeof(copies));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s), ring %s%s%s",
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s%s%s",
 		 td->o.name, dd->buf.prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
 		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
 		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
-		 "host fixed buffer + async GPU copies: ",
-		 dd->p2p || dd->buf.host_is_device ? "" : copies,
+		 "host fixed buffer + async GPU copies",
+		 dd->p2p ? (dd->buf.export_kind[0] ? ": " : "") :
+		 dd->buf.host_is_device ? "" : ": ",
+		 dd->p2p ? dd->buf.export_kind :
+		 dd->buf.host_is_device ? "" : copies,
 		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
 		 dd->cpus_said);
 }

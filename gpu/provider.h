@@ -64,6 +64,8 @@ struct gpu_buf {
 					 * between gpu_buf_init and alloc */
 	struct gpu_stream *stream;	/* device providers' copy stream */
 	char why[192];		/* runtime detail of the last failure */
+	char export_kind[112];	/* what the dma-buf maps, as the runtime says
+				 * (the CUDA mapping, HIP's memory type); "" */
 };
 
 struct gpu_provider {

@@ -63,6 +63,23 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 	return 0;
 }
 
+int dbr_split_warning(const char *disk, size_t max_bs, long max_kb,
+		      long max_hw_kb, char *msg, size_t len)
+{
+	msg[0] = '\0';
+	if (max_kb <= 0 || max_bs <= (size_t)max_kb << 10)
+		return 0;
+	snprintf(msg, len, "bs=%zu KiB is over %s's max_sectors_kb=%ld: the block layer splits each larger p2p I/O, and v3 of the io_uring dma-buf series hangs on split dma-buf I/O (fixed in v4); on a v3 kernel keep bs <= %ld KiB",
+		 max_bs >> 10, disk, max_kb, max_kb);
+	if (max_hw_kb > max_kb && max_bs <= (size_t)max_hw_kb << 10)
+		dbr_cat(msg, len, ", or raise the limit: echo %ld > /sys/block/%s/queue/max_sectors_kb (max_hw_sectors_kb=%ld)",
+			max_hw_kb, disk, max_hw_kb);
+	else if (max_hw_kb > 0)
+		dbr_cat(msg, len, " (the controller's max_hw_sectors_kb=%ld)",
+			max_hw_kb);
+	return 1;
+}
+
 int dbr_split_plan(struct dbr_split *s, size_t size, size_t max_bs,
 		   size_t cap, size_t gran)
 {

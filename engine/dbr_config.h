@@ -105,6 +105,13 @@ int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len);
 const char *dbr_buf_option(const struct dbr_buf_opts *b);
 int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len);
 const char *dbr_transfer_name(enum dbr_transfer t);
+/*
+ * p2p I/O over a target's max_sectors_kb is split by the block layer, and
+ * v3 of the series hangs on split dma-buf I/O: 1 and one line into msg
+ * when max_bs is over max_kb (KiB; max_hw_kb < 0: unknown), else 0.
+ */
+int dbr_split_warning(const char *disk, size_t max_bs, long max_kb,
+		      long max_hw_kb, char *msg, size_t len);
 
 /* What decides whether p2p can run, as the fio glue found it. */
 struct dbr_p2p_facts {

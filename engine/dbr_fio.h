@@ -53,6 +53,7 @@ struct dbr_options {
 	unsigned int hipri;
 	unsigned int force_async;
 	unsigned int gpu_copy;
+	unsigned int watchdog_s;
 	char *stats_file;
 	char *spin_us;
 };
@@ -81,6 +82,8 @@ struct dbr_data {
 	unsigned int pieces;	/* slots per file in the table (at most) */
 	int *piece_fd;		/* p2p split: a dma-buf per piece, else NULL */
 	unsigned int maps_per_dev;	/* p2p: registrations on the busiest device */
+	struct dbr_watch watch;	/* stall_watchdog over the ring's waits */
+	struct thread_data *td;	/* for the watchdog's line */
 	struct dbr_pio *ios;	/* indexed by io_u->index */
 	unsigned int nr_ios;
 	struct dbr_pio **events;
@@ -143,6 +146,8 @@ int dbr_pick_provider(struct thread_data *td,
 void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 /* gpu_sync settled into dd->sync */
 int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd);
+/* p2p bs over a target's max_sectors_kb: one line per job and target */
+void dbr_say_splits(struct thread_data *td);
 /* files the thread may open: a fixed-file slot each, for p2p a buffer slot */
 unsigned int dbr_nr_files(struct thread_data *td);
 

@@ -205,6 +205,16 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "stall_watchdog",
+		.lname	= "Stall watchdog",
+		.type	= FIO_OPT_INT,
+		.off1	= offsetof(struct dbr_options, watchdog_s),
+		.help	= "Seconds with I/O in flight and nothing completing before one line says which target stalled and where to look; 0: off",
+		.def	= "30",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_spin_us",
 		.lname	= "Spin before sleeping for GPU copies",
 		.type	= FIO_OPT_STR_STORE,
@@ -271,6 +281,63 @@ static void dbr_free_state(struct dbr_data *dd)
 	free(dd);
 }
 
+/* The in-flight io_u issued first, or NULL (fio keeps no times with disable_lat). */
+static struct io_u *dbr_oldest(struct thread_data *td, struct dbr_data *dd)
+{
+	struct io_u *old = NULL, *u;
+	unsigned int i;
+
+	if (td->o.disable_lat)
+		return NULL;
+	for (i = 0; i < dd->nr_ios; i++) {
+		u = dd->ios[i].user;
+		if (u && (u->flags & IO_U_F_FLIGHT) &&
+		    (!old || u->start_time.tv_sec < old->start_time.tv_sec ||
+		     (u->start_time.tv_sec == old->start_time.tv_sec &&
+		      u->start_time.tv_nsec < old->start_time.tv_nsec)))
+			old = u;
+	}
+	return old;
+}
+
+/*
+ * stall_watchdog: nothing completed for stall_watchdog seconds with I/O in
+ * flight. One line: the target, the oldest request's age, what in the
+ * kernel usually causes it, where to look; the job keeps waiting.
+ */
+static void dbr_on_stall(void *arg, uint64_t quiet_ns, unsigned int inflight)
+{
+	struct dbr_data *dd = arg;
+	struct thread_data *td = dd->td;
+	struct io_u *old = dbr_oldest(td, dd);
+	char age[64] = "";
+
+	if (old)
+		snprintf(age, sizeof(age), ", the oldest issued %.1f s ago",
+			 utime_since_now(&old->start_time) / 1e6);
+	log_err("%s: %s: %s I/O stalled: nothing completed for %.1f s with %u request%s in flight on %s%s. %s; see dmesg, and the stacks of tasks in D state (echo w > /proc/sysrq-trigger; cat /proc/%d/task/*/stack)\n",
+		DBR_NAME, td->o.name, dd->p2p ? "p2p" : "bounce",
+		quiet_ns / 1e9, inflight, inflight == 1 ? "" : "s",
+		old ? old->file->file_name : td->files_index ? td->files[0]->file_name : "?",
+		age, dd->p2p ?
+		"Likely: v3 of the io_uring dma-buf series hangs on I/O the block layer splits (bs over the queue's max_sectors_kb; fixed in v4: io_uring workers wait in io_dmabuf_create_map / dma_resv_wait_timeout), an IOMMU fault that dropped the controller's DMA (DMAR / AMD-Vi lines), or an NVMe timeout and controller reset" :
+		"Likely: an NVMe timeout and controller reset, or a device that stopped answering",
+		(int)getpid());
+}
+
+/* stall_watchdog seconds, armed on the ring's blocking waits */
+static void dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+
+	if (!o->watchdog_s)
+		return;
+	dd->td = td;
+	dbr_watch_init(&dd->watch, (uint64_t)o->watchdog_s * 1000000000ULL,
+		       dbr_on_stall, dd);
+	dd->ring.watch = &dd->watch;
+}
+
 static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_options *o = td->eo;
@@ -292,6 +359,7 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
 	}
+	dbr_arm_watchdog(td, dd);
 	/* p2p: dma-buf slots per file; bounce: host slots for all */
 	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ?
 					  dd->nr_slots * dd->pieces :
@@ -345,6 +413,8 @@ static int dbr_init(struct thread_data *td)
 	    dbr_check(td, xfer, &dd->maps_per_dev))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
+	if (dd->p2p)
+		dbr_say_splits(td);
 	if (dbr_pick_provider(td, &prov, &dev))
 		goto err;
 	gpu_buf_init(&dd->buf, prov, dev, spin_ns);

@@ -280,6 +280,41 @@ int dbr_probe_p2p(void)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * dbr_ring_submit's blocking wait with the watchdog armed: the same one
+ * enter, woken each watch period to tell the watchdog how long nothing
+ * has completed. Returns 0 once a completion can be reaped.
+ */
+static int submit_watched(struct dbr_ring *r, unsigned int wait_nr)
+{
+	struct dbr_watch *w = r->watch;
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	dbr_watch_begin(w, dbr_watch_now());
+	for (;;) {
+		struct __kernel_timespec ts = {
+			.tv_sec = (long long)(w->period_ns / 1000000000ULL),
+			.tv_nsec = (long long)(w->period_ns % 1000000000ULL),
+		};
+
+		ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr,
+						       &ts, NULL);
+		if (ret != -ETIME && ret != -EINTR)
+			break;
+		/* what was queued went in with the first enter */
+		r->unsubmitted = 0;
+		if (io_uring_cq_ready(&r->ring) || !r->inflight)
+			break;
+		dbr_watch_quiet(w, dbr_watch_now(), r->inflight);
+	}
+	if (ret < 0 && ret != -ETIME && ret != -EINTR)
+		return ret;
+	r->unsubmitted = 0;
+	dbr_watch_progress(w);
+	return 0;
+}
+
 /* Submit what is queued, and wait for wait_nr completions in one enter. */
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 {
@@ -287,6 +322,8 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 
 	if (!r->unsubmitted && !wait_nr)
 		return 0;
+	if (wait_nr && r->watch)
+		return submit_watched(r, wait_nr);
 	do {
 		/*
 		 * With DEFER_TASKRUN completions reach the CQ only when we

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <liburing.h>
 
+#include "watchdog.h"
+
 /* consecutive -EAGAIN completions of one request before we give up on it */
 #define DBR_MAX_REISSUE		1024
 
@@ -65,6 +67,8 @@ struct dbr_ring {
 	struct dbr_req *stash;		/* completions reaped by quiesce */
 	struct dbr_req **stash_tail;
 	bool ready;
+	/* NULL, or a stall watchdog over the blocking waits (watchdog.h) */
+	struct dbr_watch *watch;
 	/* called for each request as it enters the SQ (tests watch order) */
 	void (*on_queue)(void *arg, const struct dbr_req *req);
 	void *on_queue_arg;

@@ -206,6 +206,30 @@ int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	return dbr_fail(td, err, "p2p", msg);
 }
 
+/*
+ * p2p I/O larger than a target's max_sectors_kb: one line per job and
+ * target (a translating IOMMU lowers the limit to 128 KiB, for one).
+ */
+void dbr_say_splits(struct thread_data *td)
+{
+	char msg[512];
+	struct fio_file *f;
+	struct dbr_target t;
+	unsigned int i;
+
+	if (!dbr_first_thread(td))
+		return;
+	for_each_file(td, f, i) {
+		if (dbr_target_inspect(f->file_name, &t) < 0 || !t.is_nvme_ns)
+			continue;
+		if (dbr_split_warning(t.name, td_max_bs(td),
+			dbr_target_queue_kb(dbr_sysfs_root(), &t, "max_sectors_kb"),
+			dbr_target_queue_kb(dbr_sysfs_root(), &t, "max_hw_sectors_kb"),
+			msg, sizeof(msg)))
+			dbr_info("%s: %s", td->o.name, msg);
+	}
+}
+
 /* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */
 unsigned int dbr_nr_files(struct thread_data *td)
 {

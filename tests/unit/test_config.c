@@ -151,6 +151,24 @@ static void test_split(void)
 	      "cap = size: one piece of 3 GiB");
 }
 
+static void test_split_warning(void)
+{
+	char msg[512];
+
+	CHECK(dbr_split_warning("nvme0n1", 128 << 10, 128, 4096, msg, sizeof(msg)) == 0 &&
+	      !msg[0], "bs=128k at max_sectors_kb=128: no line");
+	CHECK(dbr_split_warning("nvme0n1", 256 << 10, 128, 4096, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "bs=256 KiB is over nvme0n1's max_sectors_kb=128") &&
+	      strstr(msg, "v3 of the io_uring dma-buf series hangs on split dma-buf I/O (fixed in v4)") &&
+	      strstr(msg, "echo 4096 > /sys/block/nvme0n1/queue/max_sectors_kb"),
+	      "bs=256k at 128: both sizes, why, and the fix: %s", msg);
+	CHECK(dbr_split_warning("nvme0n1", 8 << 20, 512, 512, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "keep bs <= 512 KiB") && !strstr(msg, "echo"),
+	      "over the hardware limit too: no echo to suggest: %s", msg);
+	CHECK(dbr_split_warning("nvme0n1", 8 << 20, -1, -1, msg, sizeof(msg)) == 0,
+	      "limit unknown: no line");
+}
+
 static void test_busiest_dev(void)
 {
 	/* this thread: two files on device 7, one on 9; beside it, two more
@@ -330,6 +348,7 @@ int main(void)
 	test_check_job();
 	test_transfer();
 	test_split();
+	test_split_warning();
 	test_busiest_dev();
 	test_cpu_list();
 	test_dev_ids();

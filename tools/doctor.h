@@ -122,7 +122,7 @@ struct dd_facts {
 struct dd_result {
 	const char *id;			/* "kernel.series", stable */
 	enum dd_status status;
-	char reason[320];
+	char reason[512];
 	char fix[256];
 };
 

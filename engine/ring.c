@@ -146,7 +146,7 @@ static int update_extended(int ring_fd, unsigned int slot,
 	int ret;
 
 	ret = syscall(__NR_io_uring_register, ring_fd,
-		      IORING_REGISTER_BUFFERS_UPDATE, &up, sizeof(up));
+		      DBR_REGISTER_BUFFERS_UPDATE, &up, sizeof(up));
 	return ret < 0 ? -errno : ret;
 }
 

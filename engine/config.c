@@ -237,6 +237,29 @@ int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len)
 	return 0;
 }
 
+#define DBR_WATCHDOG_P2P_S	30
+
+int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
+		       char *msg, size_t len)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s) {
+		*secs = p2p ? DBR_WATCHDOG_P2P_S : 0;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < 0 || v > 86400) {
+		snprintf(msg, len, "stall_watchdog=%s: expected seconds from 0 (off) to 86400",
+			 s);
+		return -EINVAL;
+	}
+	*secs = (unsigned int)v;
+	return 0;
+}
+
 /* Thread i of a job (its numjobs clone index) uses entry i mod n. */
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)
 {

@@ -102,6 +102,13 @@ unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
 int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len);
+/*
+ * stall_watchdog=N: seconds (0: off, at most a day); unset (NULL): 30 for
+ * p2p, off for bounce, whose waits it would otherwise time. *secs gets it;
+ * -EINVAL with a message for anything else.
+ */
+int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
+		       char *msg, size_t len);
 const char *dbr_buf_option(const struct dbr_buf_opts *b);
 int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len);
 const char *dbr_transfer_name(enum dbr_transfer t);

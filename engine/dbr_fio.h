@@ -53,7 +53,7 @@ struct dbr_options {
 	unsigned int hipri;
 	unsigned int force_async;
 	unsigned int gpu_copy;
-	unsigned int watchdog_s;
+	char *watchdog;
 	char *stats_file;
 	char *spin_us;
 };

@@ -207,10 +207,9 @@ static struct fio_option options[] = {
 	{
 		.name	= "stall_watchdog",
 		.lname	= "Stall watchdog",
-		.type	= FIO_OPT_INT,
-		.off1	= offsetof(struct dbr_options, watchdog_s),
-		.help	= "Seconds with I/O in flight and nothing completing before one line says which target stalled and where to look; 0: off",
-		.def	= "30",
+		.type	= FIO_OPT_STR_STORE,
+		.off1	= offsetof(struct dbr_options, watchdog),
+		.help	= "Seconds with I/O in flight and nothing completing before one line says which target stalled and where to look; 0: off (default: 30 for p2p, off for bounce)",
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
 	},
@@ -326,16 +325,23 @@ static void dbr_on_stall(void *arg, uint64_t quiet_ns, unsigned int inflight)
 }
 
 /* stall_watchdog seconds, armed on the ring's blocking waits */
-static void dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
+static int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_options *o = td->eo;
+	unsigned int secs;
+	char msg[128];
+	int ret;
 
-	if (!o->watchdog_s)
-		return;
+	ret = dbr_parse_watchdog(o->watchdog, dd->p2p, &secs, msg, sizeof(msg));
+	if (ret)
+		return dbr_fail(td, -ret, "stall_watchdog", msg);
+	if (!secs)
+		return 0;
 	dd->td = td;
-	dbr_watch_init(&dd->watch, (uint64_t)o->watchdog_s * 1000000000ULL,
+	dbr_watch_init(&dd->watch, (uint64_t)secs * 1000000000ULL,
 		       dbr_on_stall, dd);
 	dd->ring.watch = &dd->watch;
+	return 0;
 }
 
 static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
@@ -359,7 +365,8 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
 	}
-	dbr_arm_watchdog(td, dd);
+	if (dbr_arm_watchdog(td, dd))
+		return 1;
 	/* p2p: dma-buf slots per file; bounce: host slots for all */
 	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ?
 					  dd->nr_slots * dd->pieces :

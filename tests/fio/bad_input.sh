@@ -64,6 +64,8 @@ run_refused trim "trim is not supported" \
 	--name=bad --filename="$f" --size=4m --bs=4k --rw=randtrim --gpu=host --transfer=bounce
 run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=host sees 1 device" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:3 --numjobs=2 --thread
+run_refused stall-watchdog-garbage "stall_watchdog=10s: expected seconds from 0 \(off\) to 86400" \
+	"${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=10s
 run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
 

@@ -169,6 +169,26 @@ static void test_split_warning(void)
 	      "limit unknown: no line");
 }
 
+static void test_watchdog_opt(void)
+{
+	unsigned int secs = 99;
+	char msg[256];
+
+	CHECK(dbr_parse_watchdog(NULL, true, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 30, "unset, p2p: 30 s (%u)", secs);
+	CHECK(dbr_parse_watchdog(NULL, false, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 0, "unset, bounce: off (%u)", secs);
+	CHECK(dbr_parse_watchdog("5", false, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 5, "5 on bounce: 5 s");
+	CHECK(dbr_parse_watchdog("0", true, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 0, "0 on p2p: off");
+	CHECK(dbr_parse_watchdog("-1", true, &secs, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog=-1: expected seconds from 0 (off) to 86400"),
+	      "-1 refused: %s", msg);
+	CHECK(dbr_parse_watchdog("10s", true, &secs, msg, sizeof(msg)) == -EINVAL,
+	      "10s refused");
+}
+
 static void test_busiest_dev(void)
 {
 	/* this thread: two files on device 7, one on 9; beside it, two more
@@ -349,6 +369,7 @@ int main(void)
 	test_transfer();
 	test_split();
 	test_split_warning();
+	test_watchdog_opt();
 	test_busiest_dev();
 	test_cpu_list();
 	test_dev_ids();

@@ -244,6 +244,27 @@ static void test_attach_file(int fd)
 	dbr_ring_exit(&r);
 }
 
+/* A file with its dma-buf in pieces (dbr_split): all or nothing. */
+static void test_attach_pieces(int fd)
+{
+	int fds[3] = { fd, fd, fd };
+	struct dbr_ring r;
+	int ret;
+
+	init_ring(&r, 4);
+	CHECK(dbr_ring_register_buf_table(&r, 6) == 0 &&
+	      dbr_ring_register_file_table(&r, 2) == 0, "tables: 6 buffer slots, 2 files");
+	CHECK(dbr_ring_attach_pieces(&r, 1, fd, 3, fds, 0) == 0 &&
+	      fsync_fixed(&r, 1) == 0, "no pieces: the file alone is attached");
+	CHECK(dbr_ring_detach_pieces(&r, 1, 3, 0) == 0 && fsync_fixed(&r, 1) == -EBADF,
+	      "and detached");
+	ret = dbr_ring_attach_pieces(&r, 1, fd, 3, fds, 3);
+	CHECK(ret < 0 && fsync_fixed(&r, 1) == -EBADF,
+	      "pieces the kernel refuses: the attach fails (%s) and the file slot is empty",
+	      strerror(-ret));
+	dbr_ring_exit(&r);
+}
+
 static int alarm_fd = -1;
 
 static void on_alarm(int sig)
@@ -413,6 +434,7 @@ int main(void)
 	test_eagain_reissue(fd, buf);
 	test_quiesce(fd, buf);
 	test_attach_file(fd);
+	test_attach_pieces(fd);
 	test_detach_no_quiesce(fd, buf);
 	test_probe();
 	test_watch_logic();

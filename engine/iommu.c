@@ -84,6 +84,12 @@ int dbr_iommu_of_ctrl(const char *root, const struct dbr_blk_ctrl *bc,
 		read_group(&bc->pci, false, io->nr_groups, &io->c[0]);
 		io->nr = 1;
 	}
+	/* a head whose paths sysfs does not list: no group can be found */
+	if (bc->mpath_head && !bc->nr_paths && io->nr_groups > 0) {
+		io->c[0].group = -1;
+		io->c[0].mode = DBR_IOMMU_NO_GROUP;
+		io->nr = 1;
+	}
 	for (i = 0; bc->mpath_head && i < bc->nr_paths; i++) {
 		snprintf(io->c[i].name, sizeof(io->c[i].name), "%s",
 			 bc->path[i].name);
@@ -107,7 +113,10 @@ static void ctrl_name(const struct dbr_iommu *io, const char *disk, char *buf,
 {
 	const struct dbr_iommu_ctrl *c = &io->c[io->worst];
 
-	if (io->mpath_head)
+	if (io->mpath_head && !c->name[0])
+		snprintf(buf, len, "%s's controller (sysfs lists no path of the head)",
+			 disk);
+	else if (io->mpath_head)
 		snprintf(buf, len, "%s's path %s (%s)", disk, c->name,
 			 c->bdf[0] ? c->bdf : "not on PCI");
 	else
@@ -156,8 +165,13 @@ int dbr_iommu_check_file(const char *root, const char *path,
 	io = malloc(sizeof(*io));
 	if (!c || !io)
 		goto out;
-	/* not a block device sysfs knows: nothing to judge (other checks say) */
+	/*
+	 * Not a block device sysfs knows: nothing to judge (other checks
+	 * say), unless it is a multipath head whose paths are not listed.
+	 */
 	ret = dbr_blk_ctrl_of_file(root, path, c, &via_fs);
+	if (ret == -ENODEV && !via_fs && c->mpath_head)
+		ret = 0;
 	if (ret < 0 || via_fs) {
 		ret = 0;
 		goto out;

@@ -142,6 +142,9 @@ static void build_tree(bool groups)
 	head(SUBSYS7, "nvme7n1", "nvme4", NVME4, "nvme5", NVME5);
 	/* nvme8n1: a head over nvme4 (identity) and nvme6 (DMA) */
 	head(SUBSYS8, "nvme8n1", "nvme4", NVME4, "nvme6", NVME6);
+	/* nvme9n1: a head whose subsystem lists no path at all */
+	put("devices/virtual/nvme-subsystem/nvme-subsys9/nvme9n1/dev", "259:9");
+	link_to("class/block/nvme9n1", "devices/virtual/nvme-subsystem/nvme-subsys9/nvme9n1");
 	if (!groups)
 		put("kernel/iommu_groups", NULL);
 }
@@ -193,6 +196,8 @@ static void mode_is(const char *disk, enum dbr_iommu_mode want, int group,
 	      c ? c->type : "");
 }
 
+static void test_pathless_head(bool groups);
+
 static void test_groups(void)
 {
 	static const char *const fq[] = { "nvme0n1's controller 0000:01:00.0",
@@ -231,6 +236,27 @@ static void test_groups(void)
 	verdict_is("nvme7n1", false, DBR_P2P_IOMMU_REFUSE, 0, NULL);
 	verdict_is("nvme8n1", true, DBR_P2P_IOMMU_REFUSE, -EOPNOTSUPP, path_dma);
 	verdict_is("nvme8n1", true, DBR_P2P_IOMMU_ALLOW, 0, NULL);
+	test_pathless_head(true);
+}
+
+/* a head with no listed path: found by sysfs, its group never is */
+static void test_pathless_head(bool groups)
+{
+	struct dbr_blk_ctrl c;
+	struct dbr_iommu io;
+	char why[512];
+	int ret;
+
+	ret = dbr_blk_ctrl_by_name(root, "nvme9n1", &c);
+	CHECK(ret == -ENODEV && c.mpath_head, "nvme9n1: a head without paths (%d)", ret);
+	dbr_iommu_of_ctrl(root, &c, &io);
+	ret = dbr_iommu_verdict(&io, "nvme9n1", "gpu=cuda", true,
+				DBR_P2P_IOMMU_REFUSE, why, sizeof(why));
+	if (groups)
+		CHECK(ret == -ENODEV && strstr(why, "nvme9n1's controller (sysfs lists no path of the head) is in no IOMMU group"),
+		      "a head without paths while groups exist: ENODEV: %s", why);
+	else
+		CHECK(ret == 0, "a head without paths, no groups: p2p (%d)", ret);
 }
 
 static void test_no_groups(void)
@@ -239,6 +265,7 @@ static void test_no_groups(void)
 	mode_is("nvme7n1", DBR_IOMMU_OFF, -1, "");
 	verdict_is("nvme0n1", true, DBR_P2P_IOMMU_REFUSE, 0, NULL);
 	verdict_is("nvme7n1", true, DBR_P2P_IOMMU_REFUSE, 0, NULL);
+	test_pathless_head(false);
 }
 
 /* a regular file is judged by other checks: the IOMMU has no word */

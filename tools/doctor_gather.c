@@ -89,14 +89,18 @@ static void gather_nvme(struct dd_facts *f)
 {
 	char path[PATH_MAX + 16];
 	struct dbr_blk_ctrl *c;
+	int ret;
 
 	if (strncmp(f->t.name, "nvme", 4))
 		return;
 	c = malloc(sizeof(*c));
 	if (!c)
 		return;
-	if (dbr_blk_ctrl_of_sys(f->sysblk, c) == 0) {
+	ret = dbr_blk_ctrl_of_sys(f->sysblk, c);
+	/* a head whose paths sysfs does not list: judged as in the engine */
+	if (!ret || (ret == -ENODEV && c->mpath_head))
 		f->iommu_read = !dbr_iommu_of_ctrl("", c, &f->iommu);
+	if (!ret) {
 		f->mpath_head = c->mpath_head;
 		f->mpath_paths = c->mpath_paths;
 		snprintf(path, sizeof(path), "%s/transport", c->ctrl);

@@ -37,9 +37,10 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 		snprintf(msg, len, "transfer=p2p needs direct=1: the kernel registers dma-bufs only for O_DIRECT block devices; set direct=1 (or transfer=bounce for buffered I/O)");
 		return -EINVAL;
 	}
-	if (j->buf_bytes > DBR_REGBUF_MAX_BYTES) {
-		snprintf(msg, len, "the thread's buffer area (%zu MiB = iodepth x max bs) is over the 1024 MiB a registered buffer may hold; lower iodepth or bs, or split the work over numjobs",
-			 j->buf_bytes >> 20);
+	if (j->max_bs > DBR_REGBUF_MAX_BYTES - DBR_SPLIT_GRAN) {
+		snprintf(msg, len, "bs=%zu MiB: one I/O must fit a registered buffer, at most %llu MiB; lower bs",
+			 j->max_bs >> 20,
+			 (DBR_REGBUF_MAX_BYTES - DBR_SPLIT_GRAN) >> 20);
 		return -E2BIG;
 	}
 	if (j->transfer == DBR_XFER_P2P && j->nr_files > DBR_MAX_REG_BUFFERS) {
@@ -62,18 +63,46 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 	return 0;
 }
 
-/*
- * The size check again, on what is really registered: fio's area with its
- * alignment padding (what iomem_alloc is asked for), as the provider rounds
- * it. area is iodepth x max bs, for the message. Returns 0 or -E2BIG.
- */
-int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len)
+int dbr_split_warning(const char *disk, size_t max_bs, long max_kb,
+		      long max_hw_kb, char *msg, size_t len)
 {
-	if (reg_bytes <= DBR_REGBUF_MAX_BYTES)
+	msg[0] = '\0';
+	if (max_kb <= 0 || max_bs <= (size_t)max_kb << 10)
 		return 0;
-	snprintf(msg, len, "the thread's buffer area registers as %zu MiB (iodepth x max bs = %zu MiB, plus fio's alignment padding, rounded up to 2 MiB), over the 1024 MiB a registered buffer may hold; lower iodepth or bs, or split the work over numjobs",
-		 reg_bytes >> 20, area >> 20);
-	return -E2BIG;
+	snprintf(msg, len, "bs=%zu KiB is over %s's max_sectors_kb=%ld: the block layer splits each larger p2p I/O, and v3 of the io_uring dma-buf series hangs on split dma-buf I/O (fixed in v4); on a v3 kernel keep bs <= %ld KiB",
+		 max_bs >> 10, disk, max_kb, max_kb);
+	if (max_hw_kb > max_kb && max_bs <= (size_t)max_hw_kb << 10)
+		dbr_cat(msg, len, ", or raise the limit: echo %ld > /sys/block/%s/queue/max_sectors_kb (max_hw_sectors_kb=%ld)",
+			max_hw_kb, disk, max_hw_kb);
+	else if (max_hw_kb > 0)
+		dbr_cat(msg, len, " (the controller's max_hw_sectors_kb=%ld)",
+			max_hw_kb);
+	return 1;
+}
+
+int dbr_split_plan(struct dbr_split *s, size_t size, size_t max_bs,
+		   size_t cap, size_t gran)
+{
+	memset(s, 0, sizeof(*s));
+	if (!size || !gran || cap < gran || max_bs > cap - gran)
+		return -E2BIG;
+	s->size = size;
+	s->cap = cap;
+	/* whatever starts before the next piece ends inside this one */
+	s->span = (cap - max_bs) / gran * gran;
+	s->nr = 1;
+	if (size > cap)
+		s->nr += (unsigned int)((size - cap + s->span - 1) / s->span);
+	return 0;
+}
+
+size_t dbr_split_len(const struct dbr_split *s, unsigned int k)
+{
+	size_t start = (size_t)k * s->span;
+
+	if (k >= s->nr || start >= s->size)
+		return 0;
+	return s->size - start < s->cap ? s->size - start : s->cap;
 }
 
 /*
@@ -208,6 +237,29 @@ int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len)
 	return 0;
 }
 
+#define DBR_WATCHDOG_P2P_S	30
+
+int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
+		       char *msg, size_t len)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s) {
+		*secs = p2p ? DBR_WATCHDOG_P2P_S : 0;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < 0 || v > 86400) {
+		snprintf(msg, len, "stall_watchdog=%s: expected seconds from 0 (off) to 86400",
+			 s);
+		return -EINVAL;
+	}
+	*secs = (unsigned int)v;
+	return 0;
+}
+
 /* Thread i of a job (its numjobs clone index) uses entry i mod n. */
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)
 {
@@ -302,7 +354,10 @@ int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len)
 	if (pf->bad_file)
 		add_reason(why, len, "%s is %s (only nvme-pci namespaces such as /dev/nvme0n1 take dma-bufs)",
 			   pf->bad_file, pf->bad_kind);
-	return pf->probe < 0 ? ENOTSUP : why[0] ? EINVAL : 0;
+	if (pf->iommu_err)
+		add_reason(why, len, "%s", pf->iommu_why);
+	return pf->probe < 0 ? ENOTSUP : pf->iommu_err ? -pf->iommu_err :
+	       why[0] ? EINVAL : 0;
 }
 
 int dbr_settle_transfer(const struct dbr_p2p_facts *pf, enum dbr_transfer *xfer,

@@ -34,6 +34,7 @@ struct dbr_job {
 	bool does_trim;
 	bool verify;
 	size_t buf_bytes;	/* the thread's buffer area */
+	size_t max_bs;		/* the largest I/O: one registered piece holds it */
 	unsigned int nr_files;	/* files of the thread: p2p needs a slot each */
 	unsigned int maps_per_dev; /* dma-buf registrations on its busiest device */
 	int sqpoll_cpu;		/* SQ thread pinned here; < 0: not pinned */
@@ -63,7 +64,37 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len);
 /* Append to the string in buf (len bytes in all), cut where it ends. */
 void dbr_cat(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int dbr_check_reg_bytes(size_t reg_bytes, size_t area, char *msg, size_t len);
+
+/*
+ * A thread's buffer area as registered buffers of at most DBR_REGBUF_MAX_BYTES
+ * each (ordinary fixed buffers always, dma-bufs where the kernel caps them):
+ * piece k starts at k * span and is min(cap, size - k * span) long; pieces
+ * overlap by at least the largest I/O, so every io_u buffer lies whole in
+ * the piece dbr_split_piece names. One piece when size fits.
+ */
+struct dbr_split {
+	size_t size;		/* the area, bytes */
+	size_t cap;		/* most bytes of one piece */
+	size_t span;		/* distance between the pieces' starts */
+	unsigned int nr;	/* pieces */
+};
+
+/* gran: pieces start and end on it (2 MiB: every provider's export unit) */
+int dbr_split_plan(struct dbr_split *s, size_t size, size_t max_bs,
+		   size_t cap, size_t gran);
+size_t dbr_split_len(const struct dbr_split *s, unsigned int k);
+
+/* The piece an I/O at off (bytes into the area) goes through. */
+static inline unsigned int dbr_split_piece(const struct dbr_split *s,
+					   size_t off)
+{
+	size_t k;
+
+	if (s->nr == 1)
+		return 0;
+	k = off / s->span;
+	return k < s->nr ? (unsigned int)k : s->nr - 1;
+}
 int dbr_online_cpus(char *buf, size_t len);
 bool dbr_cpu_listed(const char *list, int cpu);
 unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
@@ -71,9 +102,23 @@ unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
 int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len);
+/*
+ * stall_watchdog=N: seconds (0: off, at most a day); unset (NULL): 30 for
+ * p2p, off for bounce, whose waits it would otherwise time. *secs gets it;
+ * -EINVAL with a message for anything else.
+ */
+int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
+		       char *msg, size_t len);
 const char *dbr_buf_option(const struct dbr_buf_opts *b);
 int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len);
 const char *dbr_transfer_name(enum dbr_transfer t);
+/*
+ * p2p I/O over a target's max_sectors_kb is split by the block layer, and
+ * v3 of the series hangs on split dma-buf I/O: 1 and one line into msg
+ * when max_bs is over max_kb (KiB; max_hw_kb < 0: unknown), else 0.
+ */
+int dbr_split_warning(const char *disk, size_t max_bs, long max_kb,
+		      long max_hw_kb, char *msg, size_t len);
 
 /* What decides whether p2p can run, as the fio glue found it. */
 struct dbr_p2p_facts {
@@ -81,11 +126,15 @@ struct dbr_p2p_facts {
 	bool direct;		/* direct=1 */
 	const char *bad_file;	/* first file p2p cannot take, or NULL */
 	const char *bad_kind;	/* what that file is (dbr_target_kind) */
+	int iommu_err;		/* dbr_iommu_verdict of the first file it
+				 * refuses (-EOPNOTSUPP, -ENODEV), or 0 */
+	const char *iommu_why;	/* its reason */
 };
 
 /*
  * Why p2p cannot run, every reason in one line into why (empty when it can):
- * ENOTSUP (the kernel), EINVAL (the job), or 0.
+ * ENOTSUP (the kernel), the IOMMU's errno (EOPNOTSUPP, ENODEV), EINVAL (the
+ * job), or 0.
  */
 int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len);
 /*

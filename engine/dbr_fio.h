@@ -16,6 +16,7 @@
 #include "fio.h"
 
 #include "dbr_config.h"
+#include "iommu.h"
 #include "pipeline.h"
 #include "provider.h"
 #include "ring.h"
@@ -43,6 +44,7 @@ struct dbr_options {
 	char *gpu_dev_ids;
 	unsigned int gpu_cpus;
 	unsigned int transfer;
+	unsigned int p2p_iommu;
 	unsigned int gpu_sync;
 	unsigned int registerfiles;
 	unsigned int sqpoll;
@@ -51,6 +53,7 @@ struct dbr_options {
 	unsigned int hipri;
 	unsigned int force_async;
 	unsigned int gpu_copy;
+	char *watchdog;
 	char *stats_file;
 	char *spin_us;
 };
@@ -66,9 +69,21 @@ struct dbr_data {
 	const struct gpu_provider *prov;
 	bool p2p;		/* registered dma-buf per file, else host slot 0 */
 	bool sync;		/* gpu_sync resolved */
-	bool host_registered;
-	bool *slot_live;	/* p2p: slot per file installed */
+	unsigned int host_live;	/* bounce: pieces of the host buffer registered */
+	bool *slot_live;	/* p2p: a file's dma-buf pieces installed */
 	unsigned int nr_slots;	/* files: fixed-file slots, for p2p buffer slots */
+	/*
+	 * The registered pieces of the buffer area (dbr_split): bounce's host
+	 * buffer as fixed buffers of at most 1 GiB; p2p's dma-buf whole, or
+	 * split where the kernel refuses one that large. Buffer slot of piece
+	 * k: k (bounce), fileno * pieces + k (p2p).
+	 */
+	struct dbr_split split;
+	unsigned int pieces;	/* slots per file in the table (at most) */
+	int *piece_fd;		/* p2p split: a dma-buf per piece, else NULL */
+	unsigned int maps_per_dev;	/* p2p: registrations on the busiest device */
+	struct dbr_watch watch;	/* stall_watchdog over the ring's waits */
+	struct thread_data *td;	/* for the watchdog's line */
 	struct dbr_pio *ios;	/* indexed by io_u->index */
 	unsigned int nr_ios;
 	struct dbr_pio **events;
@@ -118,8 +133,10 @@ void dbr_end_results(struct thread_data *td, struct dbr_data *dd);
 int dbr_pick_spin(struct thread_data *td, long *spin_ns);
 /* gpu_stats_file, else $DBR_GPU_STATS_FILE, opened into dd->stats_fd */
 int dbr_open_stats(struct thread_data *td, struct dbr_data *dd);
-/* the option checks for transfer path xfer */
-int dbr_check(struct thread_data *td, enum dbr_transfer xfer);
+/* the option checks for transfer path xfer; *maps: p2p registrations on
+ * the thread's busiest device */
+int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
+	      unsigned int *maps);
 /* transfer=auto settled, p2p that cannot run refused */
 int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer);
 /* the provider gpu= names and the thread's device on it */
@@ -129,6 +146,8 @@ int dbr_pick_provider(struct thread_data *td,
 void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 /* gpu_sync settled into dd->sync */
 int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd);
+/* p2p bs over a target's max_sectors_kb: one line per job and target */
+void dbr_say_splits(struct thread_data *td);
 /* files the thread may open: a fixed-file slot each, for p2p a buffer slot */
 unsigned int dbr_nr_files(struct thread_data *td);
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The io_uring dma-buf registered-buffer UAPI of the kernel series
- * "Add dmabuf read/write via io_uring" (v3..v7, not in any released kernel).
+ * "Add dmabuf read/write via io_uring" (v3..v7, not in any released kernel),
+ * every value of it in one place (docs/kernel.md says what each version
+ * changed). The uapi hunk is the same in v3 and v7; a zero-copy-receive
+ * prototype of the same author also uses regbuf type 2, so should one be
+ * renumbered, this file is the only one to change.
  *
- * No liburing release carries these definitions, so we carry the few we use.
- * Everything else (opcodes, rsrc_register, the sparse flag) comes from
- * <liburing/io_uring.h>.
+ * No liburing release carries these definitions, so we carry them. The
+ * io_uring values they build on are checked against <liburing/io_uring.h>.
  */
 #ifndef DBR_UAPI_H
 #define DBR_UAPI_H
@@ -25,6 +28,14 @@ struct dbr_rsrc_update2 {
 	__u32 nr;
 	__u32 resv2;
 };
+
+/* register opcodes and flags the series builds on (mainline values) */
+#define DBR_REGISTER_BUFFERS2		15	/* sparse table: nr, SPARSE */
+#define DBR_REGISTER_BUFFERS_UPDATE	16	/* + EXTENDED: dma-buf slots */
+#define DBR_REGISTER_CLONE_BUFFERS	30	/* v7: refused for a table with
+						 * dma-buf slots (uncloneable);
+						 * this engine never clones */
+#define DBR_RSRC_REGISTER_SPARSE	(1U << 0)
 
 /* flags of dbr_rsrc_update2: data points to dbr_regbuf_desc[nr] */
 #define DBR_RSRC_UPDATE_EXTENDED	(1U << 1)
@@ -47,16 +58,25 @@ struct dbr_regbuf_desc {
 };
 
 _Static_assert(sizeof(struct dbr_rsrc_update2) == 32, "rsrc_update2 layout");
+#ifdef IORING_RSRC_REGISTER_SPARSE
+_Static_assert(DBR_RSRC_REGISTER_SPARSE == IORING_RSRC_REGISTER_SPARSE,
+	       "the sparse flag is mainline's");
+_Static_assert(DBR_REGISTER_BUFFERS_UPDATE == IORING_REGISTER_BUFFERS_UPDATE &&
+	       DBR_REGISTER_BUFFERS2 == IORING_REGISTER_BUFFERS2,
+	       "the register opcodes are mainline's");
+#endif
 _Static_assert(sizeof(struct dbr_regbuf_desc) == 80, "regbuf_desc layout");
 
 /*
- * Limits the series imposes that we check before asking the kernel, so the
- * user gets a message naming the limit instead of a bare EINVAL.
- * v3 capped one registered dma-buf at 1 GiB; ordinary fixed buffers have
- * always been capped at 1 GiB per iovec.
+ * Limits: an ordinary fixed buffer holds at most 1 GiB per iovec (always);
+ * v3 to v5 cap one registered dma-buf at 1 GiB too (EINVAL over it), v6
+ * relaxed that (the backend's documentation gives 1 TiB). Larger areas are
+ * registered in pieces of at most DBR_REGBUF_MAX_BYTES (dbr_split).
  */
 #define DBR_REGBUF_MAX_BYTES	(1ULL << 30)
 #define DBR_MAX_MAPS_PER_DEV	256
+/* registered pieces of a larger area start and end on this (dbr_split) */
+#define DBR_SPLIT_GRAN		(2ULL << 20)
 /* slots in one ring's buffer table (the kernel's IORING_MAX_REG_BUFFERS) */
 #define DBR_MAX_REG_BUFFERS	(1U << 14)
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "dbr_fio.h"
+#include "dbr_uapi.h"
 #include "kcopy.h"
 #include "optgroup.h"
 #include "peers.h"
@@ -101,6 +102,22 @@ static struct fio_option options[] = {
 			    .help = "Host fixed buffer plus an async GPU copy" },
 			  { .ival = "auto", .oval = DBR_XFER_AUTO,
 			    .help = "p2p where the kernel and target allow it, else bounce" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "p2p_iommu",
+		.lname	= "p2p under a translating IOMMU",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, p2p_iommu),
+		.help	= "p2p of GPU memory where an IOMMU translates for the NVMe controller",
+		.def	= "refuse",
+		.posval = {
+			  { .ival = "refuse", .oval = DBR_P2P_IOMMU_REFUSE,
+			    .help = "Refuse: the controller's DMA to the GPU's physical addresses would be lost" },
+			  { .ival = "allow", .oval = DBR_P2P_IOMMU_ALLOW,
+			    .help = "Run: the IOVA == physical mapping modules (dmabuf-import, iommu-map-pa) are loaded" },
 		},
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
@@ -188,6 +205,15 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "stall_watchdog",
+		.lname	= "Stall watchdog",
+		.type	= FIO_OPT_STR_STORE,
+		.off1	= offsetof(struct dbr_options, watchdog),
+		.help	= "Seconds with I/O in flight and nothing completing before one line says which target stalled and where to look; 0: off (default: 30 for p2p, off for bounce)",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_spin_us",
 		.lname	= "Spin before sleeping for GPU copies",
 		.type	= FIO_OPT_STR_STORE,
@@ -213,12 +239,29 @@ static struct fio_option options[] = {
 /* ------------------------------------------------------------------------ */
 /* init: the thread's settings (settle.c), its state and ring               */
 
+/*
+ * Pieces the thread's area may register as (dbr_split), before fio asks for
+ * it: iodepth x max bs plus fio's alignment padding, as providers round it.
+ */
+static unsigned int dbr_pieces_max(struct thread_data *td)
+{
+	size_t area = (size_t)td->o.iodepth * td_max_bs(td) + td->o.mem_align +
+		      2 * (size_t)page_size;
+	struct dbr_split s;
+
+	if (dbr_split_plan(&s, gpu_buf_round(area), td_max_bs(td),
+			   DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN))
+		return 1;
+	return s.nr;
+}
+
 static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 {
 	unsigned int depth = td->o.iodepth;
 
 	dd->nr_ios = depth;
 	dd->nr_slots = dbr_nr_files(td);
+	dd->pieces = dbr_pieces_max(td);
 	dd->ios = calloc(depth, sizeof(*dd->ios));
 	dd->events = calloc(depth, sizeof(*dd->events));
 	dd->queued = calloc(depth, sizeof(*dd->queued));
@@ -235,6 +278,70 @@ static void dbr_free_state(struct dbr_data *dd)
 	free(dd->queued);
 	free(dd->slot_live);
 	free(dd);
+}
+
+/* The in-flight io_u issued first, or NULL (fio keeps no times with disable_lat). */
+static struct io_u *dbr_oldest(struct thread_data *td, struct dbr_data *dd)
+{
+	struct io_u *old = NULL, *u;
+	unsigned int i;
+
+	if (td->o.disable_lat)
+		return NULL;
+	for (i = 0; i < dd->nr_ios; i++) {
+		u = dd->ios[i].user;
+		if (u && (u->flags & IO_U_F_FLIGHT) &&
+		    (!old || u->start_time.tv_sec < old->start_time.tv_sec ||
+		     (u->start_time.tv_sec == old->start_time.tv_sec &&
+		      u->start_time.tv_nsec < old->start_time.tv_nsec)))
+			old = u;
+	}
+	return old;
+}
+
+/*
+ * stall_watchdog: nothing completed for stall_watchdog seconds with I/O in
+ * flight. One line: the target, the oldest request's age, what in the
+ * kernel usually causes it, where to look; the job keeps waiting.
+ */
+static void dbr_on_stall(void *arg, uint64_t quiet_ns, unsigned int inflight)
+{
+	struct dbr_data *dd = arg;
+	struct thread_data *td = dd->td;
+	struct io_u *old = dbr_oldest(td, dd);
+	char age[64] = "";
+
+	if (old)
+		snprintf(age, sizeof(age), ", the oldest issued %.1f s ago",
+			 utime_since_now(&old->start_time) / 1e6);
+	log_err("%s: %s: %s I/O stalled: nothing completed for %.1f s with %u request%s in flight on %s%s. %s; see dmesg, and the stacks of tasks in D state (echo w > /proc/sysrq-trigger; cat /proc/%d/task/*/stack)\n",
+		DBR_NAME, td->o.name, dd->p2p ? "p2p" : "bounce",
+		quiet_ns / 1e9, inflight, inflight == 1 ? "" : "s",
+		old ? old->file->file_name : td->files_index ? td->files[0]->file_name : "?",
+		age, dd->p2p ?
+		"Likely: v3 of the io_uring dma-buf series hangs on I/O the block layer splits (bs over the queue's max_sectors_kb; fixed in v4: io_uring workers wait in io_dmabuf_create_map / dma_resv_wait_timeout), an IOMMU fault that dropped the controller's DMA (DMAR / AMD-Vi lines), or an NVMe timeout and controller reset" :
+		"Likely: an NVMe timeout and controller reset, or a device that stopped answering",
+		(int)getpid());
+}
+
+/* stall_watchdog seconds, armed on the ring's blocking waits */
+static int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_options *o = td->eo;
+	unsigned int secs;
+	char msg[128];
+	int ret;
+
+	ret = dbr_parse_watchdog(o->watchdog, dd->p2p, &secs, msg, sizeof(msg));
+	if (ret)
+		return dbr_fail(td, -ret, "stall_watchdog", msg);
+	if (!secs)
+		return 0;
+	dd->td = td;
+	dbr_watch_init(&dd->watch, (uint64_t)secs * 1000000000ULL,
+		       dbr_on_stall, dd);
+	dd->ring.watch = &dd->watch;
+	return 0;
 }
 
 static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
@@ -258,8 +365,12 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
 	}
-	/* p2p: a dma-buf slot per file; bounce: one host slot for all */
-	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ? dd->nr_slots : 1);
+	if (dbr_arm_watchdog(td, dd))
+		return 1;
+	/* p2p: dma-buf slots per file; bounce: host slots for all */
+	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ?
+					  dd->nr_slots * dd->pieces :
+					  dd->pieces);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "registering a sparse buffer table: %s (io_uring needs Linux >= 5.19)",
 			 strerror(-ret));
@@ -301,13 +412,16 @@ static int dbr_init(struct thread_data *td)
 	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, &spin_ns))
 		goto err;
 	/* option mistakes first, then what the machine cannot do */
-	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer))
+	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer, &dd->maps_per_dev))
 		goto err;
 	if (dbr_pick_transfer(td, &xfer))
 		goto err;
-	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer))
+	if (o->transfer == DBR_XFER_AUTO &&
+	    dbr_check(td, xfer, &dd->maps_per_dev))
 		goto err;
 	dd->p2p = xfer == DBR_XFER_P2P;
+	if (dd->p2p)
+		dbr_say_splits(td);
 	if (dbr_pick_provider(td, &prov, &dev))
 		goto err;
 	gpu_buf_init(&dd->buf, prov, dev, spin_ns);
@@ -345,11 +459,16 @@ static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 	char msg[384];
 	int ret;
 
-	ret = dbr_check_reg_bytes(gpu_buf_round(total_mem),
-				  (size_t)td->o.iodepth * td_max_bs(td),
-				  msg, sizeof(msg));
-	if (ret)
-		return dbr_fail(td, -ret, "iomem_alloc", msg);
+	/* p2p: one dma-buf until the kernel says otherwise */
+	ret = dbr_split_plan(&dd->split, gpu_buf_round(total_mem),
+			     td_max_bs(td), dd->p2p ? gpu_buf_round(total_mem) :
+			     DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN);
+	if (ret || dd->split.nr > dd->pieces) {
+		snprintf(msg, sizeof(msg), "the %zu MiB buffer area needs %u registered pieces, the table has room for %u",
+			 gpu_buf_round(total_mem) >> 20, dd->split.nr,
+			 dd->pieces);
+		return dbr_fail(td, E2BIG, "iomem_alloc", msg);
+	}
 	ret = gpu_buf_alloc(&dd->buf, total_mem, dd->nr_ios);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
@@ -375,12 +494,24 @@ static void dbr_unregister_all(struct dbr_data *dd)
 	dbr_ring_quiesce(&dd->ring);
 	for (i = 0; i < dd->nr_slots; i++) {
 		if (dd->slot_live[i])
-			dbr_ring_clear_buf(&dd->ring, i, true);
+			dbr_ring_detach_pieces(&dd->ring, i, i * dd->pieces,
+					       dd->split.nr);
 		dd->slot_live[i] = false;
 	}
-	if (dd->host_registered)
-		dbr_ring_clear_buf(&dd->ring, 0, false);
-	dd->host_registered = false;
+	for (i = 0; i < dd->host_live; i++)
+		dbr_ring_clear_buf(&dd->ring, i, false);
+	dd->host_live = 0;
+}
+
+static void dbr_close_pieces(struct dbr_data *dd)
+{
+	unsigned int k;
+
+	for (k = 0; dd->piece_fd && k < dd->split.nr; k++)
+		if (dd->piece_fd[k] >= 0)
+			close(dd->piece_fd[k]);
+	free(dd->piece_fd);
+	dd->piece_fd = NULL;
 }
 
 /* Runs before cleanup: nothing may stay registered once the memory goes. */
@@ -391,6 +522,7 @@ static void dbr_iomem_free(struct thread_data *td)
 	if (!dd)
 		return;
 	dbr_unregister_all(dd);
+	dbr_close_pieces(dd);
 	if (dd->buf.stream)
 		dd->copy_stats = *gpu_buf_stats(&dd->buf);
 	gpu_buf_free(&dd->buf);
@@ -407,19 +539,30 @@ static int dbr_io_u_init(struct thread_data *td, struct io_u *io_u)
 	return 0;
 }
 
+/* bounce: the host buffer as fixed buffers, 1 GiB at most each */
 static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
 {
+	const struct dbr_split *sp = &dd->split;
 	char msg[384];
-	int ret;
+	unsigned int k;
+	int ret = 0;
 
-	ret = dbr_ring_install_host(&dd->ring, 0, dd->buf.host, dd->buf.size);
+	for (k = 0; !ret && k < sp->nr; k++) {
+		ret = dbr_ring_install_host(&dd->ring, k,
+					    (char *)dd->buf.host + k * sp->span,
+					    dbr_split_len(sp, k));
+		dd->host_live += !ret;
+	}
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "registering the %zu MiB host buffer with io_uring failed: %s%s",
 			 dd->buf.size >> 20, strerror(-ret),
 			 ret == -ENOMEM ? " (locked-memory limit: raise ulimit -l or run as root)" : "");
 		return dbr_fail(td, -ret, "register buffer", msg);
 	}
-	dd->host_registered = true;
+	if (sp->nr > 1 && dbr_first_thread(td))
+		dbr_info("%s: the %zu MiB host buffer is registered as %u fixed buffers of at most %llu MiB (io_uring's limit per buffer), each holding whole io_u buffers",
+			 td->o.name, dd->buf.size >> 20, sp->nr,
+			 DBR_REGBUF_MAX_BYTES >> 20);
 	return 0;
 }
 
@@ -454,14 +597,17 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
 	gpu_kcopy_describe(&dd->buf, copies, sizeof(copies));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s), ring %s%s%s",
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s%s%s",
 		 td->o.name, dd->buf.prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
 		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
 		 dd->p2p ? "NVMe DMA into the dma-buf" :
 		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
-		 "host fixed buffer + async GPU copies: ",
-		 dd->p2p || dd->buf.host_is_device ? "" : copies,
+		 "host fixed buffer + async GPU copies",
+		 dd->p2p ? (dd->buf.export_kind[0] ? ": " : "") :
+		 dd->buf.host_is_device ? "" : ": ",
+		 dd->p2p ? dd->buf.export_kind :
+		 dd->buf.host_is_device ? "" : copies,
 		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
 		 dd->cpus_said);
 }
@@ -488,6 +634,73 @@ static int dbr_post_init(struct thread_data *td)
 /* ------------------------------------------------------------------------ */
 /* files: a dma-buf slot is bound to one file                               */
 
+/*
+ * The kernel refused one dma-buf that large (v3 to v5 of the series cap it
+ * at 1 GiB): export the area again as pieces of at most 1 GiB, each holding
+ * whole io_u buffers, and say so once. Every piece is a mapping on the
+ * device, so the per-device count is checked again.
+ */
+static int dbr_split_dmabuf(struct thread_data *td, struct dbr_data *dd)
+{
+	const struct gpu_provider *prov = dd->buf.prov;
+	struct dbr_split sp;
+	char msg[512];
+	unsigned int k;
+	int ret;
+
+	ret = dbr_split_plan(&sp, dd->buf.size, td_max_bs(td),
+			     DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN);
+	if (ret || sp.nr > dd->pieces)
+		return -EINVAL;
+	if (dd->maps_per_dev * sp.nr > DBR_MAX_MAPS_PER_DEV) {
+		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB, so each %zu MiB registration is %u pieces: %u registrations on one device x %u = %u mappings, over the kernel's %d per device; lower iodepth x bs to 1 GiB a thread, or numjobs/nrfiles",
+			 DBR_REGBUF_MAX_BYTES >> 20, dd->buf.size >> 20, sp.nr,
+			 dd->maps_per_dev, sp.nr, dd->maps_per_dev * sp.nr,
+			 DBR_MAX_MAPS_PER_DEV);
+		return dbr_fail(td, E2BIG, "register dma-buf", msg);
+	}
+	if (!prov->export_range) {
+		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB and gpu=%s cannot export a %zu MiB area in pieces; lower iodepth x bs to 1 GiB a thread",
+			 DBR_REGBUF_MAX_BYTES >> 20, prov->name,
+			 dd->buf.size >> 20);
+		return dbr_fail(td, E2BIG, "register dma-buf", msg);
+	}
+	dd->piece_fd = malloc(sp.nr * sizeof(*dd->piece_fd));
+	if (!dd->piece_fd)
+		return dbr_fail(td, ENOMEM, "register dma-buf", "out of memory");
+	dd->split = sp;
+	for (k = 0; k < sp.nr; k++)
+		dd->piece_fd[k] = -1;
+	for (k = 0, ret = 0; !ret && k < sp.nr; k++)
+		ret = prov->export_range(&dd->buf, k * sp.span,
+					 dbr_split_len(&sp, k),
+					 &dd->piece_fd[k]);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "gpu=%s: exporting piece %u of the %zu MiB area as a dma-buf failed: %s; lower iodepth x bs to 1 GiB a thread",
+			 prov->name, k - 1, dd->buf.size >> 20,
+			 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+		return dbr_fail(td, -ret, "dma-buf export", msg);
+	}
+	if (dbr_first_thread(td))
+		dbr_info("%s: the kernel refused one %zu MiB dma-buf (Invalid argument: v3 to v5 of the series take at most %llu MiB): registered as %u dma-bufs of at most %llu MiB per file, each holding whole io_u buffers",
+			 td->o.name, dd->buf.size >> 20,
+			 DBR_REGBUF_MAX_BYTES >> 20, sp.nr,
+			 DBR_REGBUF_MAX_BYTES >> 20);
+	return 0;
+}
+
+/* f's fixed-file slot and, for p2p, its dma-buf pieces */
+static int dbr_attach_pieces(struct dbr_data *dd, struct fio_file *f)
+{
+	const int *fds = dd->piece_fd ? dd->piece_fd : &dd->buf.dmabuf_fd;
+
+	if (!dd->p2p)
+		return dbr_ring_attach_file(&dd->ring, f->fileno, f->fd, -1);
+	return dbr_ring_attach_pieces(&dd->ring, f->fileno, f->fd,
+				      f->fileno * dd->pieces, fds,
+				      dd->split.nr);
+}
+
 static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 			   struct fio_file *f)
 {
@@ -496,8 +709,13 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 
 	if (f->fileno >= (int)dd->nr_slots)
 		return dbr_fail(td, EINVAL, "open_file", "file index beyond the buffer table");
-	ret = dbr_ring_attach_file(&dd->ring, f->fileno, f->fd,
-				   dd->p2p ? dd->buf.dmabuf_fd : -1);
+	ret = dbr_attach_pieces(dd, f);
+	if (ret == -EINVAL && dd->p2p && !dd->piece_fd &&
+	    dd->buf.size > DBR_REGBUF_MAX_BYTES) {
+		if (dbr_split_dmabuf(td, dd))
+			return 1;
+		ret = dbr_attach_pieces(dd, f);
+	}
 	if (!ret) {
 		dd->slot_live[f->fileno] = dd->p2p;
 		return 0;
@@ -513,6 +731,7 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 		 strerror(-ret),
 		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
 		 ret == -EINVAL ? " (the kernel refused the descriptor: the target must be opened O_DIRECT and the dma-buf within the kernel's size limit)" :
+		 ret == -ENODEV ? " (the kernel found no IOMMU group for the target's controller: see p2p_iommu)" :
 		 ret == -ENOMEM ? " (raise ulimit -l)" : "");
 	return dbr_fail(td, -ret, "register dma-buf", msg);
 }
@@ -541,8 +760,10 @@ static int dbr_close_file(struct thread_data *td, struct fio_file *f)
 	struct dbr_data *dd = td->io_ops_data;
 
 	if (dd && dd->ring.ready && f->fileno < (int)dd->nr_slots) {
-		dbr_ring_detach_file(&dd->ring, f->fileno,
-				     dd->slot_live[f->fileno]);
+		dbr_ring_detach_pieces(&dd->ring, f->fileno,
+				       f->fileno * dd->pieces,
+				       dd->slot_live[f->fileno] ?
+				       dd->split.nr : 0);
 		dd->slot_live[f->fileno] = false;
 	}
 	return generic_close_file(td, f);
@@ -572,21 +793,25 @@ static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
 	struct io_u *io_u = io->user;
 	struct fio_file *f = io_u->file;
 	struct dbr_req *req = &io->req;
+	unsigned int k;
 
 	req->op = dbr_op_of(io_u);
 	req->fixed_file = o->registerfiles;
 	req->fd = o->registerfiles ? (int)f->fileno : f->fd;
 	req->off = io_u->offset;
 	req->len = io_u->xfer_buflen;
-	req->buf_index = dd->p2p ? f->fileno : 0;
-	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf);
+	/* the piece of the area (dbr_split) that holds this io_u's buffer */
+	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
+	k = dbr_split_piece(&dd->split, io->off);
+	req->buf_index = dd->p2p ? f->fileno * dd->pieces + k : k;
+	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf) -
+		    (dd->p2p ? (uint64_t)k * dd->split.span : 0);
 	/* as fio's io_uring engine counts it: every Nth request prepared */
 	req->force_async = false;
 	if (o->force_async && ++dd->prepped == o->force_async) {
 		dd->prepped = 0;
 		req->force_async = true;
 	}
-	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
 }
 
 static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)

@@ -146,7 +146,7 @@ static int update_extended(int ring_fd, unsigned int slot,
 	int ret;
 
 	ret = syscall(__NR_io_uring_register, ring_fd,
-		      IORING_REGISTER_BUFFERS_UPDATE, &up, sizeof(up));
+		      DBR_REGISTER_BUFFERS_UPDATE, &up, sizeof(up));
 	return ret < 0 ? -errno : ret;
 }
 
@@ -186,51 +186,74 @@ int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf)
 }
 
 /*
- * A target file opened: its fixed-file entry in slot (when the ring has a
- * file table) and, with dmabuf_fd >= 0, the dma-buf bound to it in the same
- * buffer slot, on a quiet ring. All or nothing: when the dma-buf cannot be
- * installed the file entry goes again (the caller closes fd, and the table
- * would keep the file open).
+ * A target file opened: its fixed-file entry in file_slot (when the ring has
+ * a file table) and the nr dma-bufs bound to it (the pieces of one area, see
+ * dbr_split) in buffer slots buf_slot.., on a quiet ring. All or nothing:
+ * when a dma-buf cannot be installed, what was installed goes again and so
+ * does the file entry (the caller closes fd, and the table would keep the
+ * file open).
  */
-int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
-			 int dmabuf_fd)
+int dbr_ring_attach_pieces(struct dbr_ring *r, unsigned int file_slot, int fd,
+			   unsigned int buf_slot, const int *dmabuf_fds,
+			   unsigned int nr)
 {
+	unsigned int k = 0;
 	int ret;
 
 	if (r->nr_files) {
-		ret = dbr_ring_set_file(r, slot, fd);
+		ret = dbr_ring_set_file(r, file_slot, fd);
 		if (ret < 0)
 			return ret;
 	}
-	if (dmabuf_fd < 0)
+	if (!nr)
 		return 0;
 	ret = dbr_ring_quiesce(r);
+	for (; !ret && k < nr; k++)
+		ret = dbr_ring_install_dmabuf(r, buf_slot + k, dmabuf_fds[k],
+					      fd);
 	if (!ret)
-		ret = dbr_ring_install_dmabuf(r, slot, dmabuf_fd, fd);
-	if (ret < 0 && r->nr_files)
-		dbr_ring_set_file(r, slot, -1);
+		return 0;
+	while (k-- > 1)
+		dbr_ring_clear_buf(r, buf_slot + k - 1, true);
+	if (r->nr_files)
+		dbr_ring_set_file(r, file_slot, -1);
 	return ret;
 }
 
+int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
+			 int dmabuf_fd)
+{
+	return dbr_ring_attach_pieces(r, slot, fd, slot, &dmabuf_fd,
+				      dmabuf_fd >= 0 ? 1 : 0);
+}
+
 /*
- * Undo dbr_ring_attach_file (dmabuf: a dma-buf is installed in slot). Only
- * the dma-buf needs a quiet ring; a fixed-file entry may change under I/O
+ * Undo dbr_ring_attach_pieces (nr dma-bufs installed from buf_slot). Only
+ * the dma-bufs need a quiet ring; a fixed-file entry may change under I/O
  * (requests in flight hold their own reference to the file).
  */
-int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf)
+int dbr_ring_detach_pieces(struct dbr_ring *r, unsigned int file_slot,
+			   unsigned int buf_slot, unsigned int nr)
 {
+	unsigned int k;
 	int ret = 0, ret2;
 
-	if (dmabuf) {
+	if (nr)
 		ret = dbr_ring_quiesce(r);
-		ret2 = dbr_ring_clear_buf(r, slot, true);
+	for (k = 0; k < nr; k++) {
+		ret2 = dbr_ring_clear_buf(r, buf_slot + k, true);
 		ret = ret ? ret : ret2;
 	}
 	if (r->nr_files) {
-		ret2 = dbr_ring_set_file(r, slot, -1);
+		ret2 = dbr_ring_set_file(r, file_slot, -1);
 		ret = ret ? ret : ret2;
 	}
 	return ret;
+}
+
+int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf)
+{
+	return dbr_ring_detach_pieces(r, slot, slot, dmabuf ? 1 : 0);
 }
 
 /*
@@ -257,6 +280,41 @@ int dbr_probe_p2p(void)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * dbr_ring_submit's blocking wait with the watchdog armed: the same one
+ * enter, woken each watch period to tell the watchdog how long nothing
+ * has completed. Returns 0 once a completion can be reaped.
+ */
+static int submit_watched(struct dbr_ring *r, unsigned int wait_nr)
+{
+	struct dbr_watch *w = r->watch;
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	dbr_watch_begin(w, dbr_watch_now());
+	for (;;) {
+		struct __kernel_timespec ts = {
+			.tv_sec = (long long)(w->period_ns / 1000000000ULL),
+			.tv_nsec = (long long)(w->period_ns % 1000000000ULL),
+		};
+
+		ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr,
+						       &ts, NULL);
+		if (ret != -ETIME && ret != -EINTR)
+			break;
+		/* what was queued went in with the first enter */
+		r->unsubmitted = 0;
+		if (io_uring_cq_ready(&r->ring) || !r->inflight)
+			break;
+		dbr_watch_quiet(w, dbr_watch_now(), r->inflight);
+	}
+	if (ret < 0 && ret != -ETIME && ret != -EINTR)
+		return ret;
+	r->unsubmitted = 0;
+	dbr_watch_progress(w);
+	return 0;
+}
+
 /* Submit what is queued, and wait for wait_nr completions in one enter. */
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 {
@@ -264,6 +322,8 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 
 	if (!r->unsubmitted && !wait_nr)
 		return 0;
+	if (wait_nr && r->watch)
+		return submit_watched(r, wait_nr);
 	do {
 		/*
 		 * With DEFER_TASKRUN completions reach the CQ only when we

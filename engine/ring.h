@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <liburing.h>
 
+#include "watchdog.h"
+
 /* consecutive -EAGAIN completions of one request before we give up on it */
 #define DBR_MAX_REISSUE		1024
 
@@ -65,6 +67,8 @@ struct dbr_ring {
 	struct dbr_req *stash;		/* completions reaped by quiesce */
 	struct dbr_req **stash_tail;
 	bool ready;
+	/* NULL, or a stall watchdog over the blocking waits (watchdog.h) */
+	struct dbr_watch *watch;
 	/* called for each request as it enters the SQ (tests watch order) */
 	void (*on_queue)(void *arg, const struct dbr_req *req);
 	void *on_queue_arg;
@@ -81,6 +85,12 @@ int dbr_ring_install_host(struct dbr_ring *r, unsigned int slot,
 int dbr_ring_install_dmabuf(struct dbr_ring *r, unsigned int slot,
 			    int dmabuf_fd, int target_fd);
 int dbr_ring_clear_buf(struct dbr_ring *r, unsigned int slot, bool dmabuf);
+int dbr_ring_attach_pieces(struct dbr_ring *r, unsigned int file_slot, int fd,
+			   unsigned int buf_slot, const int *dmabuf_fds,
+			   unsigned int nr);
+int dbr_ring_detach_pieces(struct dbr_ring *r, unsigned int file_slot,
+			   unsigned int buf_slot, unsigned int nr);
+/* one dma-buf (dmabuf_fd >= 0) or none, in buffer slot = file slot */
 int dbr_ring_attach_file(struct dbr_ring *r, unsigned int slot, int fd,
 			 int dmabuf_fd);
 int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf);

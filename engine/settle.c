@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "dbr_fio.h"
+#include "iommu.h"
 #include "peers.h"
 #include "placement.h"
 #include "results.h"
@@ -136,9 +137,37 @@ static struct fio_file *dbr_non_nvme_file(struct thread_data *td,
 	return NULL;
 }
 
+/*
+ * The IOMMU's word on p2p for td's files (iommu.h): the first refusal, or 0.
+ * gpu=auto is settled only where it matters: host memory runs translated.
+ */
+static int dbr_iommu_blocker(struct thread_data *td, char *why, size_t len)
+{
+	struct dbr_options *o = td->eo;
+	char exporter[16], quiet[512];
+	struct fio_file *f;
+	unsigned int i;
+	int ret = 0;
+
+	if (o->gpu == DBR_GPU_HOST)
+		return 0;
+	snprintf(exporter, sizeof(exporter), "gpu=%s", gpu_names[o->gpu]);
+	for_each_file(td, f, i) {
+		ret = dbr_iommu_check_file(dbr_sysfs_root(), f->file_name,
+					   exporter, true, o->p2p_iommu, why,
+					   len);
+		if (ret)
+			break;
+	}
+	if (ret && o->gpu == DBR_GPU_AUTO &&
+	    gpu_provider_auto(quiet, sizeof(quiet)) == &gpu_host_provider)
+		ret = 0;
+	return ret;
+}
+
 /* What the transfer decision needs to know, gathered from fio and the kernel. */
 static void dbr_p2p_facts(struct thread_data *td, struct dbr_p2p_facts *pf,
-			  struct dbr_target *t)
+			  struct dbr_target *t, char *iommu_why, size_t len)
 {
 	struct fio_file *f = dbr_non_nvme_file(td, t);
 
@@ -146,6 +175,8 @@ static void dbr_p2p_facts(struct thread_data *td, struct dbr_p2p_facts *pf,
 	pf->direct = td->o.odirect;
 	pf->bad_file = f ? f->file_name : NULL;
 	pf->bad_kind = f ? dbr_target_kind(t) : NULL;
+	pf->iommu_err = dbr_iommu_blocker(td, iommu_why, len);
+	pf->iommu_why = iommu_why;
 }
 
 /* Settle transfer=auto (and say which, once per job); refuse p2p that
@@ -155,12 +186,12 @@ int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	enum dbr_transfer want = *xfer;
 	struct dbr_p2p_facts pf;
 	struct dbr_target t;
-	char why[512], msg[896];
+	char why[1024], iommu_why[512], msg[1408];
 	int err;
 
 	if (want == DBR_XFER_BOUNCE)
 		return 0;
-	dbr_p2p_facts(td, &pf, &t);
+	dbr_p2p_facts(td, &pf, &t, iommu_why, sizeof(iommu_why));
 	err = dbr_settle_transfer(&pf, xfer, why, sizeof(why));
 	if (want == DBR_XFER_AUTO) {
 		if (dbr_first_thread(td))
@@ -175,6 +206,30 @@ int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	return dbr_fail(td, err, "p2p", msg);
 }
 
+/*
+ * p2p I/O larger than a target's max_sectors_kb: one line per job and
+ * target (a translating IOMMU lowers the limit to 128 KiB, for one).
+ */
+void dbr_say_splits(struct thread_data *td)
+{
+	char msg[512];
+	struct fio_file *f;
+	struct dbr_target t;
+	unsigned int i;
+
+	if (!dbr_first_thread(td))
+		return;
+	for_each_file(td, f, i) {
+		if (dbr_target_inspect(f->file_name, &t) < 0 || !t.is_nvme_ns)
+			continue;
+		if (dbr_split_warning(t.name, td_max_bs(td),
+			dbr_target_queue_kb(dbr_sysfs_root(), &t, "max_sectors_kb"),
+			dbr_target_queue_kb(dbr_sysfs_root(), &t, "max_hw_sectors_kb"),
+			msg, sizeof(msg)))
+			dbr_info("%s: %s", td->o.name, msg);
+	}
+}
+
 /* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */
 unsigned int dbr_nr_files(struct thread_data *td)
 {
@@ -184,7 +239,8 @@ unsigned int dbr_nr_files(struct thread_data *td)
 	return n ? n : 1;
 }
 
-int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
+int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
+	      unsigned int *maps)
 {
 	struct dbr_options *o = td->eo;
 	char msg[384], cpus[128];
@@ -195,6 +251,7 @@ int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 		.does_trim	= td_trim(td),
 		.verify		= td->o.verify != VERIFY_NONE,
 		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
+		.max_bs		= td_max_bs(td),
 		.nr_files	= dbr_nr_files(td),
 		.maps_per_dev	= xfer == DBR_XFER_P2P ?
 				  dbr_maps_per_dev(td, dbr_transfer_name(o->transfer)) : 0,
@@ -207,7 +264,7 @@ int dbr_check(struct thread_data *td, enum dbr_transfer xfer)
 	if (j.sqpoll_cpu >= 0 && dbr_online_cpus(cpus, sizeof(cpus)) < 0)
 		j.online_cpus = NULL;	/* unknown: the kernel will say */
 	ret = dbr_check_job(&j, msg, sizeof(msg));
-
+	*maps = j.maps_per_dev;
 	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,4 +62,29 @@ const char *dbr_target_kind(const struct dbr_target *t)
 	if (t->is_partition)
 		return "a partition";
 	return "a block device that is not an NVMe namespace";
+}
+
+/*
+ * A whole disk's queue limit attr (max_sectors_kb, max_hw_sectors_kb) in
+ * KiB, under root ("" or a sysfs fixture, as topology.h), or -1 unknown.
+ */
+long dbr_target_queue_kb(const char *root, const struct dbr_target *t,
+			 const char *attr)
+{
+	char path[PATH_MAX], buf[32], *end;
+	long kb;
+	FILE *f;
+
+	if (!t->is_blkdev || t->is_partition)
+		return -1;
+	snprintf(path, sizeof(path), "%s/sys/dev/block/%u:%u/queue/%s", root,
+		 major(t->rdev), minor(t->rdev), attr);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	kb = strtol(buf, &end, 10);
+	return end == buf || kb <= 0 ? -1 : kb;
 }

@@ -19,5 +19,7 @@ struct dbr_target {
 
 int dbr_target_inspect(const char *path, struct dbr_target *t);
 const char *dbr_target_kind(const struct dbr_target *t);
+long dbr_target_queue_kb(const char *root, const struct dbr_target *t,
+			 const char *attr);
 
 #endif

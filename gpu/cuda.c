@@ -240,6 +240,7 @@ struct cuda_priv {
 	size_t dsize;		/* allocated: b->size rounded to granularity */
 	bool host_locked;
 	bool stream_live;
+	unsigned long long dmabuf_flags;	/* what the export settled */
 	struct gpu_stream stream;
 };
 
@@ -689,10 +690,99 @@ err_free:
 	return ret;
 }
 
+/*
+ * CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (CUDA 12.8+, driver 570.86+),
+ * spelled out for older cuda.h: a dma-buf of the GPU's PCIe BAR1 addresses.
+ * On Grace-Hopper and Grace-Blackwell flags=0 gives one of C2C addresses,
+ * which an NVMe controller cannot reach; x86 drivers may refuse the flag
+ * (CUDA_ERROR_NOT_SUPPORTED on an H200 with driver 580), and flags=0 is
+ * PCIe there anyway.
+ */
+#define DBR_CU_DMABUF_PCIE	0x1ULL
+
+/*
+ * Is the GPU linked to the CPU by NVLink-C2C? cuda.h documents
+ * CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED as "link between the
+ * device and the host supports all native atomic operations": a property
+ * of the link itself, which PCIe does not have (PCIe atomics are a subset)
+ * and C2C does. (PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES is also set
+ * there, but it describes address translation, not the link.)
+ */
+static bool cuda_c2c(struct cuda_priv *cp)
+{
+	int atomics = 0;
+
+	return cu.DeviceGetAttribute(&atomics,
+			CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED,
+			cp->dev) == CUDA_SUCCESS && atomics == 1;
+}
+
+static CUresult cuda_handle(struct cuda_priv *cp, size_t off, size_t len,
+			    unsigned long long flags, int *fd)
+{
+	CUresult r = cu.MemGetHandleForAddressRange(fd, cp->dptr + off, len,
+					CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+					flags);
+
+	if (r != CUDA_SUCCESS)
+		*fd = -1;
+	return r;
+}
+
+/* [off, off + len) as a dma-buf with the mapping flags the export settled */
+static int cuda_export_range(struct gpu_buf *b, size_t off, size_t len,
+			     int *fd)
+{
+	struct cuda_priv *cp = b->priv;
+	CUresult r;
+	int ret;
+
+	ret = cuda_enter(b, cp);
+	if (ret < 0)
+		return ret;
+	r = cuda_handle(cp, off, len, cp->dmabuf_flags, fd);
+	return r == CUDA_SUCCESS ? 0 :
+	       cu_fail(b, r, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
+}
+
+/*
+ * The PCIe BAR1 mapping first; where the driver has no such flag
+ * (CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_INVALID_VALUE) the default one,
+ * unless the GPU sits behind C2C, where the default carries addresses the
+ * NVMe controller cannot reach. b->export_kind says which.
+ */
+static int cuda_export_mapped(struct gpu_buf *b, struct cuda_priv *cp)
+{
+	CUresult r, r0;
+
+	r = cuda_handle(cp, 0, b->size, DBR_CU_DMABUF_PCIE, &b->dmabuf_fd);
+	if (r == CUDA_SUCCESS) {
+		cp->dmabuf_flags = DBR_CU_DMABUF_PCIE;
+		snprintf(b->export_kind, sizeof(b->export_kind),
+			 "PCIe BAR1 mapping (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)");
+		return 0;
+	}
+	if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE)
+		return cu_fail(b, r, "cuMemGetHandleForAddressRange(DMA_BUF_FD, MAPPING_TYPE_PCIE)");
+	if (cuda_c2c(cp)) {
+		snprintf(b->why, sizeof(b->why), "device %d is on NVLink-C2C and refused the PCIe BAR1 dma-buf (%s): its default one has C2C addresses NVMe cannot reach; needs CUDA 12.8+, driver 570.86+",
+			 b->dev_id, cu_name(r));
+		return -EOPNOTSUPP;
+	}
+	r0 = cuda_handle(cp, 0, b->size, 0, &b->dmabuf_fd);
+	if (r0 != CUDA_SUCCESS)
+		return cu_fail(b, r0, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
+	cp->dmabuf_flags = 0;
+	snprintf(b->export_kind, sizeof(b->export_kind),
+		 "default mapping (flags=0: the PCIe BAR1 flag answered %s; the GPU is on PCIe, not C2C)",
+		 cu_name(r));
+	return 0;
+}
+
 static int cuda_export(struct gpu_buf *b)
 {
 	struct cuda_priv *cp = b->priv;
-	int supported = 0, fd = -1, ret;
+	int supported = 0, ret;
 	CUresult r;
 
 	ret = cuda_enter(b, cp);
@@ -707,13 +797,7 @@ static int cuda_export(struct gpu_buf *b)
 			 b->dev_id);
 		return -EOPNOTSUPP;
 	}
-	r = cu.MemGetHandleForAddressRange(&fd, cp->dptr, b->size,
-					   CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
-					   0);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(b, r, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
-	b->dmabuf_fd = fd;
-	return 0;
+	return cuda_export_mapped(b, cp);
 }
 
 /* Reverse order of cuda_alloc; copies still queued are drained first. */
@@ -759,6 +843,7 @@ const struct gpu_provider gpu_cuda_provider = {
 	.probe		= cuda_probe,
 	.alloc		= cuda_alloc,
 	.export_dmabuf	= cuda_export,
+	.export_range	= cuda_export_range,
 	.copy		= gpu_stream_copy,
 	.submit		= gpu_stream_submit,
 	.fence		= gpu_stream_fence,

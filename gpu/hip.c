@@ -83,6 +83,8 @@ struct hip_api {
 				      hipStream_t);
 	/* optional: the device's PCI address */
 	hipError_t (*DeviceGetPCIBusId)(char *, int, int);
+	/* optional: what memory a pointer is (hipPointerAttribute_t *) */
+	hipError_t (*PointerGetAttributes)(void *, const void *);
 	/* optional: stream memory operations */
 	hipError_t (*HostGetDevicePointer)(void **, void *, unsigned int);
 	hipError_t (*StreamWriteValue64)(hipStream_t, void *, uint64_t,
@@ -196,6 +198,7 @@ static void hip_load(void)
 	*(void **)&hip.HostGetDevicePointer = dlsym(lib, "hipHostGetDevicePointer");
 	*(void **)&hip.StreamWriteValue64 = dlsym(lib, "hipStreamWriteValue64");
 	*(void **)&hip.DeviceGetPCIBusId = dlsym(lib, "hipDeviceGetPCIBusId");
+	*(void **)&hip.PointerGetAttributes = dlsym(lib, "hipPointerGetAttributes");
 	if (!hip.MemGetHandleForAddressRange)
 		hip_load_hsa();
 }
@@ -481,6 +484,50 @@ static const struct gpu_runtime hip_runtime = {
 	.write_value	= rt_write_value,
 };
 
+/* hipPointerAttribute_t's head: the same fields in ROCm 5 and 6 */
+struct hip_ptr_attr {
+	int type;		/* hipMemoryType (ROCm 5 also names it memoryType) */
+	int device;
+	void *device_ptr;
+	void *host_ptr;
+	int is_managed;
+	unsigned int allocation_flags;
+	char pad[64];		/* room for fields a newer runtime adds */
+};
+
+/*
+ * What the runtime says the exported memory is, into b->export_kind.
+ * hipMemoryType was renumbered in ROCm 6 to match CUDA's (host 1, device 2,
+ * managed 3; ROCm 5: host 0, device 1, managed 4): a runtime with
+ * hipMemGetHandleForAddressRange is ROCm >= 6.
+ */
+static void hip_export_kind(struct gpu_buf *b, struct hip_priv *hp)
+{
+	bool rocm6 = hip.MemGetHandleForAddressRange != NULL;
+	struct hip_ptr_attr a = { .type = -1 };
+	const char *kind;
+
+	if (!hip.PointerGetAttributes ||
+	    hip.PointerGetAttributes(&a, hp->dptr) != hipSuccess) {
+		snprintf(b->export_kind, sizeof(b->export_kind),
+			 "memory type unknown (no hipPointerGetAttributes answer)");
+		return;
+	}
+	if (a.type == (rocm6 ? 2 : 1))
+		kind = "VRAM (hipMemoryTypeDevice)";
+	else if (a.type == (rocm6 ? 1 : 0))
+		kind = "host memory (hipMemoryTypeHost): the NVMe controller DMAs into system memory, not into the GPU";
+	else if (a.type == (rocm6 ? 3 : 4))
+		kind = "managed memory (hipMemoryTypeManaged): it may be in system memory, not in the GPU";
+	else
+		kind = NULL;
+	if (kind)
+		snprintf(b->export_kind, sizeof(b->export_kind), "%s", kind);
+	else
+		snprintf(b->export_kind, sizeof(b->export_kind),
+			 "memory type %d (hipPointerGetAttributes)", a.type);
+}
+
 static int hip_alloc(struct gpu_buf *b, unsigned int nr_fences)
 {
 	struct hip_priv *hp;
@@ -513,6 +560,7 @@ static int hip_alloc(struct gpu_buf *b, unsigned int nr_fences)
 		goto err_host;
 	hp->stream_live = true;
 	b->host_is_device = false;
+	hip_export_kind(b, hp);
 	return 0;
 
 err_host:
@@ -559,16 +607,44 @@ static int hip_export(struct gpu_buf *b)
 	if (ret < 0)
 		return ret;
 	if (!hip.MemGetHandleForAddressRange) {
-		if (hip.hsa_export_dmabuf)
-			return hip_export_hsa(b, hp);
-		snprintf(b->why, sizeof(b->why), "this ROCm has neither hipMemGetHandleForAddressRange (ROCm >= 6) nor hsa_amd_portable_export_dmabuf; upgrade ROCm");
+		if (!hip.hsa_export_dmabuf) {
+			snprintf(b->why, sizeof(b->why), "this ROCm has neither hipMemGetHandleForAddressRange (ROCm >= 6) nor hsa_amd_portable_export_dmabuf; upgrade ROCm");
+			return -EOPNOTSUPP;
+		}
+		ret = hip_export_hsa(b, hp);
+	} else {
+		e = hip.MemGetHandleForAddressRange(&fd, hp->dptr, b->size,
+						    hipMemRangeHandleTypeDmaBufFd,
+						    0);
+		if (e != hipSuccess)
+			return hip_fail(b, e, "hipMemGetHandleForAddressRange(DmaBuf)");
+		b->dmabuf_fd = fd;
+	}
+	return ret;
+}
+
+/* [off, off + len) as a dma-buf of its own (ROCm >= 6 only) */
+static int hip_export_range(struct gpu_buf *b, size_t off, size_t len,
+			    int *fd)
+{
+	struct hip_priv *hp = b->priv;
+	hipError_t e;
+	int ret;
+
+	*fd = -1;
+	if (!hip.MemGetHandleForAddressRange) {
+		snprintf(b->why, sizeof(b->why), "ROCm 5's hsa_amd_portable_export_dmabuf exports whole allocations only: ROCm >= 6 exports ranges");
 		return -EOPNOTSUPP;
 	}
-	e = hip.MemGetHandleForAddressRange(&fd, hp->dptr, b->size,
+	ret = hip_enter(b);
+	if (ret < 0)
+		return ret;
+	e = hip.MemGetHandleForAddressRange(fd, (char *)hp->dptr + off, len,
 					    hipMemRangeHandleTypeDmaBufFd, 0);
-	if (e != hipSuccess)
+	if (e != hipSuccess) {
+		*fd = -1;
 		return hip_fail(b, e, "hipMemGetHandleForAddressRange(DmaBuf)");
-	b->dmabuf_fd = fd;
+	}
 	return 0;
 }
 
@@ -615,6 +691,7 @@ const struct gpu_provider gpu_hip_provider = {
 	.probe		= hip_probe,
 	.alloc		= hip_alloc,
 	.export_dmabuf	= hip_export,
+	.export_range	= hip_export_range,
 	.copy		= gpu_stream_copy,
 	.submit		= gpu_stream_submit,
 	.fence		= gpu_stream_fence,

@@ -82,16 +82,19 @@ static long udmabuf_limit_mb(void)
 	return mb;
 }
 
-static int host_export(struct gpu_buf *b)
+/* [off, off + len) of the memfd as a dma-buf of its own: *fd */
+static int host_export_range(struct gpu_buf *b, size_t off, size_t len,
+			     int *fd)
 {
 	struct host_priv *hp = b->priv;
 	struct udmabuf_create create = {
 		.memfd	= (__u32)hp->memfd,
 		.flags	= UDMABUF_FLAGS_CLOEXEC,
-		.size	= b->size,
+		.offset	= off,
+		.size	= len,
 	};
 	long limit = udmabuf_limit_mb();
-	int dev, fd, ret;
+	int dev, ret;
 
 	dev = open(UDMABUF_DEV, O_RDWR | O_CLOEXEC);
 	if (dev < 0) {
@@ -101,10 +104,10 @@ static int host_export(struct gpu_buf *b)
 			 UDMABUF_DEV, strerror(-ret));
 		return ret;
 	}
-	if (limit > 0 && b->size > (size_t)limit << 20) {
+	if (limit > 0 && len > (size_t)limit << 20) {
 		snprintf(b->why, sizeof(b->why),
 			 "buffer of %zu MiB is over udmabuf.size_limit_mb=%ld (raise it on the kernel command line, or lower iodepth/bs)",
-			 b->size >> 20, limit);
+			 len >> 20, limit);
 		close(dev);
 		return -E2BIG;
 	}
@@ -114,16 +117,18 @@ static int host_export(struct gpu_buf *b)
 		close(dev);
 		return ret;
 	}
-	fd = ioctl(dev, UDMABUF_CREATE, &create);
-	ret = fd < 0 ? -errno : 0;
+	*fd = ioctl(dev, UDMABUF_CREATE, &create);
+	ret = *fd < 0 ? -errno : 0;
 	close(dev);
-	if (ret < 0) {
+	if (ret < 0)
 		snprintf(b->why, sizeof(b->why), "UDMABUF_CREATE: %s",
 			 strerror(-ret));
-		return ret;
-	}
-	b->dmabuf_fd = fd;
-	return 0;
+	return ret;
+}
+
+static int host_export(struct gpu_buf *b)
+{
+	return host_export_range(b, 0, b->size, &b->dmabuf_fd);
 }
 
 /* The shadow is the memory: copies are no-ops and fences complete at once. */
@@ -186,6 +191,7 @@ const struct gpu_provider gpu_host_provider = {
 	.probe		= host_probe,
 	.alloc		= host_alloc,
 	.export_dmabuf	= host_export,
+	.export_range	= host_export_range,
 	.copy		= host_copy,
 	.submit		= host_nop,
 	.fence		= host_fence,

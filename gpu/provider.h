@@ -65,6 +65,8 @@ struct gpu_buf {
 					 * between gpu_buf_init and alloc */
 	struct gpu_stream *stream;	/* device providers' copy stream */
 	char why[192];		/* runtime detail of the last failure */
+	char export_kind[112];	/* what the dma-buf maps, as the runtime says
+				 * (the CUDA mapping, HIP's memory type); "" */
 };
 
 struct gpu_provider {
@@ -79,6 +81,14 @@ struct gpu_provider {
 	int (*alloc)(struct gpu_buf *b, unsigned int nr_fences);
 	/* Export the device allocation as a dma-buf into b->dmabuf_fd. */
 	int (*export_dmabuf)(struct gpu_buf *b);
+	/*
+	 * Optional (NULL, or -EOPNOTSUPP where the runtime cannot): export
+	 * [off, off + len) of it as a dma-buf of its own into *fd, which the
+	 * caller closes (close(2)) before free. off and len are multiples of
+	 * 2 MiB (gpu_buf_round's unit).
+	 */
+	int (*export_range)(struct gpu_buf *b, size_t off, size_t len,
+			    int *fd);
 	/* Queue a copy of [off, off + len) between shadow and device. */
 	int (*copy)(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
 		    size_t len);

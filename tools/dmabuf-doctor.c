@@ -20,7 +20,7 @@
 #define DD_EXIT_USAGE		2
 
 static const char usage_line[] =
-	"usage: dmabuf-doctor [--json] [--gpu auto|cuda|hip|host] [--gpu-dev N] /dev/nvmeXnY";
+	"usage: dmabuf-doctor [--json] [--gpu auto|cuda|hip|host] [--gpu-dev N] [--p2p-iommu refuse|allow] /dev/nvmeXnY";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -61,6 +61,7 @@ static int parse_args(int argc, char **argv, struct dd_opts *o, bool *done)
 		{ "json", no_argument, NULL, 'j' },
 		{ "gpu", required_argument, NULL, 'g' },
 		{ "gpu-dev", required_argument, NULL, 'd' },
+		{ "p2p-iommu", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -81,6 +82,12 @@ static int parse_args(int argc, char **argv, struct dd_opts *o, bool *done)
 		case 'd':
 			if (parse_dev(optarg, &o->gpu_dev))
 				return usage_error("--gpu-dev %s: want a device number (0, 1, ...)", optarg);
+			break;
+		case 'i':
+			if (strcmp(optarg, "refuse") && strcmp(optarg, "allow"))
+				return usage_error("--p2p-iommu %s: want refuse or allow (as fio's p2p_iommu)", optarg);
+			o->p2p_iommu = strcmp(optarg, "allow") ?
+				       DBR_P2P_IOMMU_REFUSE : DBR_P2P_IOMMU_ALLOW;
 			break;
 		case 'h':
 			printf("%s\n", usage_line);

@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "iommu.h"
 #include "ring.h"
 #include "target.h"
 #include "provider.h"
@@ -53,6 +54,7 @@ struct dd_opts {
 	const char *target;
 	const char *gpu;	/* auto | cuda | hip | host */
 	int gpu_dev;
+	enum dbr_p2p_iommu p2p_iommu;	/* as fio's p2p_iommu */
 	bool json;
 };
 
@@ -91,6 +93,8 @@ struct dd_facts {
 	int iommu_groups;		/* entries in /sys/kernel/iommu_groups */
 	int iommu_group;		/* the controller's, -1 none */
 	char iommu_type[24];		/* identity, DMA, DMA-FQ, ... */
+	struct dbr_iommu iommu;		/* every controller's (iommu.h) */
+	bool iommu_read;		/* iommu filled in */
 
 	/* GPU */
 	const char *prov_name;
@@ -118,7 +122,7 @@ struct dd_facts {
 struct dd_result {
 	const char *id;			/* "kernel.series", stable */
 	enum dd_status status;
-	char reason[320];
+	char reason[512];
 	char fix[256];
 };
 

@@ -273,43 +273,52 @@ static void check_max_sectors(const struct dd_report *rep, struct dd_result *r)
 
 /* ---- IOMMU and kernel config -------------------------------------------- */
 
+/* the verdict p2p jobs get (engine/iommu.c): a refusal fails here too */
 static void iommu_translated(const struct dd_report *rep, struct dd_result *r)
 {
 	const struct dd_facts *f = &rep->f;
+	char exporter[16], why[sizeof(r->reason)];
+	int ret;
 
-	if (is_host(f)) {
-		say(r, DD_OK, "controller %s: IOMMU group %d, type %s (translated): fine for host memory",
+	snprintf(exporter, sizeof(exporter), "gpu=%s", f->prov_name);
+	ret = dbr_iommu_verdict(&f->iommu, f->t.name, exporter, !is_host(f),
+				rep->opts.p2p_iommu, why, sizeof(why));
+	if (ret < 0) {
+		say(r, DD_FAIL, "%s", why);
+		fix(r, ret == -ENODEV ?
+		    "nvme_core.multipath=N on the kernel command line gives each path a namespace of its own" :
+		    "iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=pt) on the kernel command line gives identity mappings; with the mapping modules loaded, fio's p2p_iommu=allow (here --p2p-iommu allow)");
+	} else if (is_host(f) && dbr_iommu_mode(&f->iommu) == DBR_IOMMU_NO_GROUP) {
+		say(r, DD_OK, "%s: a multipath path's controller is in no IOMMU group (%d on this machine): fine for host memory (udmabuf maps it through the DMA API)",
+		    f->t.name, f->iommu_groups);
+	} else if (is_host(f)) {
+		say(r, DD_OK, "controller %s: IOMMU group %d, type %s (translated): fine for host memory (udmabuf maps it through the DMA API)",
 		    f->nvme_pci, f->iommu_group, f->iommu_type);
-		return;
+	} else {
+		say(r, DD_WARN, "controller %s: IOMMU group %d, type %s (translated): p2p_iommu=allow says the mapping modules map GPU memory at IOVA == physical address; ACS may route p2p through the root complex",
+		    f->nvme_pci, f->iommu_group, f->iommu_type);
+		fix(r, "iommu=pt on the kernel command line gives identity mappings and no mapping work");
 	}
-	say(r, DD_WARN, "controller %s: IOMMU group %d, type %s (translated): GPU memory must be mapped through the IOMMU, and ACS may route p2p through the root complex",
-	    f->nvme_pci, f->iommu_group, f->iommu_type);
-	fix(r, "iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=pt) on the kernel command line gives identity mappings");
 }
 
 static void check_iommu_group(const struct dd_report *rep, struct dd_result *r)
 {
 	const struct dd_facts *f = &rep->f;
+	enum dbr_iommu_mode m = dbr_iommu_mode(&f->iommu);
 
 	if (!f->nvme_pci[0] && f->iommu_groups <= 0)
 		say(r, DD_OK, "no IOMMU groups on this machine: DMA is not translated");
-	else if (!f->nvme_pci[0])
+	else if (!f->iommu_read || (!f->nvme_pci[0] && m != DBR_IOMMU_NO_GROUP))
 		say(r, DD_SKIP, "no NVMe PCI controller to look up (%d IOMMU groups on this machine)",
 		    f->iommu_groups);
-	else if (f->iommu_group < 0)
+	else if (m == DBR_IOMMU_OFF)
 		say(r, DD_OK, "controller %s is in no IOMMU group: its DMA is not translated",
 		    f->nvme_pci);
-	else if (!strcmp(f->iommu_type, "identity"))
+	else if (m == DBR_IOMMU_IDENTITY)
 		say(r, DD_OK, "controller %s: IOMMU group %d, type identity (passthrough): peer addresses need no mapping",
 		    f->nvme_pci, f->iommu_group);
-	else if (!strncmp(f->iommu_type, "DMA", 3))
+	else
 		iommu_translated(rep, r);
-	else {
-		say(r, DD_WARN, "controller %s: IOMMU group %d, type %s",
-		    f->nvme_pci, f->iommu_group,
-		    f->iommu_type[0] ? f->iommu_type : "unknown");
-		fix(r, "the nvme driver should own the controller (not vfio)");
-	}
 }
 
 static void check_iommu_cmdline(const struct dd_report *rep,
@@ -486,9 +495,8 @@ static void check_topology(const struct dd_report *rep, struct dd_result *r)
 static void check_regbuf(const struct dd_report *rep, struct dd_result *r)
 {
 	(void)rep;
-	say(r, DD_OK, "one registered dma-buf holds at most %llu MiB: per fio thread iodepth x max bs must fit",
+	say(r, DD_OK, "an ordinary fixed buffer holds at most %llu MiB, and so does a dma-buf before v6 of the series: a larger thread's area (iodepth x max bs) is registered in pieces, each holding whole io_u buffers",
 	    DBR_REGBUF_MAX_BYTES >> 20);
-	fix(r, "lower iodepth or bs if the engine refuses the buffer size");
 }
 
 static void check_maps(const struct dd_report *rep, struct dd_result *r)

@@ -89,13 +89,18 @@ static void gather_nvme(struct dd_facts *f)
 {
 	char path[PATH_MAX + 16];
 	struct dbr_blk_ctrl *c;
+	int ret;
 
 	if (strncmp(f->t.name, "nvme", 4))
 		return;
 	c = malloc(sizeof(*c));
 	if (!c)
 		return;
-	if (dbr_blk_ctrl_of_sys(f->sysblk, c) == 0) {
+	ret = dbr_blk_ctrl_of_sys(f->sysblk, c);
+	/* a head whose paths sysfs does not list: judged as in the engine */
+	if (!ret || (ret == -ENODEV && c->mpath_head))
+		f->iommu_read = !dbr_iommu_of_ctrl("", c, &f->iommu);
+	if (!ret) {
 		f->mpath_head = c->mpath_head;
 		f->mpath_paths = c->mpath_paths;
 		snprintf(path, sizeof(path), "%s/transport", c->ctrl);
@@ -167,8 +172,7 @@ static void gather_device(struct dd_ctx *c)
 
 static void gather_iommu(struct dd_facts *f)
 {
-	char path[96], link[PATH_MAX], *base;
-	ssize_t n;
+	char path[96];
 
 	f->iommu_groups = dd_count_dir("/sys/kernel/iommu_groups");
 	dd_cmdline_iommu(f->cmdline_iommu, sizeof(f->cmdline_iommu));
@@ -179,19 +183,11 @@ static void gather_iommu(struct dd_facts *f)
 	else if (dd_kconfig("CONFIG_IOMMU_DEFAULT_DMA_STRICT", path, sizeof(path)) == DD_KCONF_YES)
 		snprintf(f->iommu_default, sizeof(f->iommu_default), "DMA (strict)");
 	f->iommu_group = -1;
-	if (!f->nvme_pci[0])
+	if (!f->iommu_read || f->iommu.worst < 0)
 		return;
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group",
-		 f->nvme_pci);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return;
-	link[n] = '\0';
-	base = strrchr(link, '/');
-	f->iommu_group = atoi(base ? base + 1 : link);
-	snprintf(path, sizeof(path), "/sys/kernel/iommu_groups/%d/type",
-		 f->iommu_group);
-	dbr_sys_read_str(path, f->iommu_type, sizeof(f->iommu_type));
+	f->iommu_group = f->iommu.c[f->iommu.worst].group;
+	snprintf(f->iommu_type, sizeof(f->iommu_type), "%s",
+		 f->iommu.c[f->iommu.worst].type);
 }
 
 /* ---- GPU ---------------------------------------------------------------- */

@@ -96,6 +96,7 @@ expect_usage bad-dev-trailing --gpu-dev 1x /dev/null
 expect_usage unknown-long --frobnicate /dev/null
 expect_usage unknown-short -x /dev/null
 expect_usage two-devices /dev/null /dev/zero
+expect_usage bad-p2p-iommu --p2p-iommu maybe /dev/null
 doctor help --help
 if [ "$(rc_of help)" = 0 ] && grep -q '^usage: dmabuf-doctor' "$TMPD/help.out"; then
 	pass "usage: --help -> exit 0, usage on stdout"

@@ -62,20 +62,10 @@ run_refused sqpoll-cpu-missing "sqthread_poll_cpu=99999: this machine has no onl
 	"${base[@]}" --gpu=host --transfer=bounce --sqthread_poll=1 --sqthread_poll_cpu=99999
 run_refused trim "trim is not supported" \
 	--name=bad --filename="$f" --size=4m --bs=4k --rw=randtrim --gpu=host --transfer=bounce
-run_refused buffer-over-1g "buffer area \(2048 MiB = iodepth x max bs\) is over the 1024 MiB.*lower iodepth or bs" \
-	--name=bad --filename="$f" --size=32m --bs=16m --iodepth=128 --rw=read --gpu=host \
-	--transfer=bounce
-# exactly 1 GiB of iodepth x bs, but fio pads it for O_DIRECT alignment and the
-# provider rounds it up: what would be registered is over the limit. Refused
-# at start, in one line, before anything is allocated.
-run_refused buffer-1g-padded "buffer area registers as 1026 MiB \(iodepth x max bs = 1024 MiB, plus fio's alignment padding, rounded up to 2 MiB\), over the 1024 MiB.*lower iodepth or bs" \
-	--name=bad --filename="$f" --size=4m --bs=1m --iodepth=1024 --direct=1 --rw=read \
-	--gpu=host --transfer=bounce
-n=$(grep -c '^dmabuf_uring: ' "$TMPD/buffer-1g-padded.out")
-[ "$n" -eq 1 ] && pass "buffer-1g-padded: one dmabuf_uring line" ||
-	fail "buffer-1g-padded: $n dmabuf_uring lines, want one"
 run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=host sees 1 device" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:3 --numjobs=2 --thread
+run_refused stall-watchdog-garbage "stall_watchdog=10s: expected seconds from 0 \(off\) to 86400" \
+	"${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=10s
 run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
 

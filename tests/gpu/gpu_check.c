@@ -227,22 +227,24 @@ static int check_export(struct gpu_buf *b, char *out, size_t len)
 	}
 	ret = b->prov->export_dmabuf(b);
 	if (ret) {
-		snprintf(out, len, "export refused: %s (%s)", strerror(-ret),
-			 b->why[0] ? b->why : "no detail");
+		snprintf(out, len, "export refused: %s (%s)%s%s", strerror(-ret),
+			 b->why[0] ? b->why : "no detail",
+			 b->export_kind[0] ? "; memory: " : "", b->export_kind);
 		if (opt.exp == EXP_REQUIRE || (opt.exp == EXP_REFUSE && !b->why[0]))
 			return -1;
 		return 0;
 	}
 	fdinfo(b->dmabuf_fd, info, sizeof(info));
-	snprintf(out, len, "dma-buf fd %d: %s", b->dmabuf_fd,
-		 info[0] ? info : "(no fdinfo)");
+	snprintf(out, len, "dma-buf fd %d: %s%s%s", b->dmabuf_fd,
+		 info[0] ? info : "(no fdinfo)", b->export_kind[0] ? "; " : "",
+		 b->export_kind);
 	return opt.exp == EXP_REFUSE ? -1 : 0;
 }
 
 static int run_one(struct worker *w, struct gpu_buf *b)
 {
 	unsigned long not_ready = 0;
-	char exp[256], how[400] = "";
+	char exp[384], how[400] = "";
 	int ret;
 
 	gpu_buf_init(b, opt.prov, w->dev, gpu_spin_ns());

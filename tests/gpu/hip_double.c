@@ -17,6 +17,9 @@
  *   HIPDOUBLE_FAIL=a,b,...  fail these calls: init malloc hostregister stream
  *                           event export copy writevalue
  *   HIPDOUBLE_EXPORT=none   refuse export even where udmabuf exists
+ *   HIPDOUBLE_MEMTYPE=host  hipPointerGetAttributes calls hipMalloc memory
+ *                           host memory (as for an APU's carve-out), not
+ *                           device memory
  *   HIPDOUBLE_FAIL_COPY_AT=N  the Nth copy (single or in a batch) fails
  *   HIPDOUBLE_DELAY_US=N    each copy takes at least N microseconds
  *   HIPDOUBLE_CORRUPT=N     every Nth copy into device memory flips its first
@@ -33,6 +36,8 @@
  * hipMemcpyBatchAsync is there as ROCm 7 has it (copies of one call run in
  * the order given here; the real one promises no order within a call), and
  * so are hipStreamWriteValue64 and hipHostGetDevicePointer.
+ * hipPointerGetAttributes answers with ROCm 6's hipMemoryType numbering
+ * (host 1, device 2), or ROCm 5's (host 0, device 1) in the ROCm 5 flavour.
  *
  * Built with -DHIPDOUBLE_ROCM5 it lacks hipMemGetHandleForAddressRange,
  * hipMemcpyBatchAsync and the stream memory operations, like ROCm 5; hsa_double.c then provides ROCr's
@@ -80,6 +85,7 @@ static struct {
 	unsigned int delay_us;
 	long corrupt;
 	bool no_export;
+	bool memtype_host;
 	long fail_copy_at;
 	bool leak_free;
 	char fail[128];
@@ -123,6 +129,8 @@ __attribute__((constructor)) static void double_init(void)
 	cfg.corrupt = s ? atol(s) : 0;
 	s = getenv("HIPDOUBLE_EXPORT");
 	cfg.no_export = s && !strcmp(s, "none");
+	s = getenv("HIPDOUBLE_MEMTYPE");
+	cfg.memtype_host = s && !strcmp(s, "host");
 	s = getenv("HIPDOUBLE_FAIL_COPY_AT");
 	cfg.fail_copy_at = s ? atol(s) : 0;
 	s = getenv("HIPDOUBLE_FAIL");
@@ -418,6 +426,42 @@ int hipdouble_export(const void *ptr, size_t size, int *fd, uint64_t *off)
 		*off = 0;
 	__atomic_add_fetch(&cnt.exports, 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* hipPointerAttribute_t's head, the same in ROCm 5 and 6 */
+struct hip_ptr_attr {
+	int type;		/* hipMemoryType (ROCm 5: memoryType) */
+	int device;
+	void *device_ptr;
+	void *host_ptr;
+	int is_managed;
+	unsigned int allocation_flags;
+};
+
+#ifdef HIPDOUBLE_ROCM5
+enum { MEM_HOST = 0, MEM_DEVICE = 1 };
+#else
+enum { MEM_HOST = 1, MEM_DEVICE = 2 };
+#endif
+
+hipError_t hipPointerGetAttributes(struct hip_ptr_attr *a, const void *ptr)
+{
+	struct range *r, *h;
+
+	if (!a || !ptr)
+		return hipErrorInvalidValue;
+	memset(a, 0, sizeof(*a));
+	pthread_mutex_lock(&lock);
+	r = find(dev_mem, ptr, 1);
+	h = r ? NULL : find(host_regs, ptr, 1);
+	pthread_mutex_unlock(&lock);
+	if (!r && !h)
+		return hipErrorInvalidValue;
+	a->type = r && !cfg.memtype_host ? MEM_DEVICE : MEM_HOST;
+	a->device = r ? r->dev : cur_dev;
+	a->device_ptr = (void *)ptr;
+	a->host_ptr = h || cfg.memtype_host ? (void *)ptr : NULL;
+	return hipSuccess;
 }
 
 #ifndef HIPDOUBLE_ROCM5

@@ -74,6 +74,15 @@ else
 		pass "export-rocm5-no-udmabuf: the ROCr path fails cleanly too" ||
 		{ fail "export-rocm5-no-udmabuf"; cat "$TMPD/rocm5.out"; }
 fi
+# the memory type hipPointerGetAttributes gives, which the p2p job line
+# names: VRAM, or host memory said plainly (ROCm 5 numbers the types apart)
+hipcheck memory-type-vram 0 "thread 0: ok: .*(memory: |; )VRAM \(hipMemoryTypeDevice\)" -- -x try
+hipcheck memory-type-host 0 "thread 0: ok: .*host memory \(hipMemoryTypeHost\): the NVMe controller DMAs into system memory, not into the GPU" \
+	HIPDOUBLE_MEMTYPE=host -- -x try
+env LD_LIBRARY_PATH="$rocm5" "$check" hip -x try >"$TMPD/rocm5-type.out" 2>&1 &&
+	grep -Eq "thread 0: ok: .*VRAM \(hipMemoryTypeDevice\)" "$TMPD/rocm5-type.out" &&
+	pass "memory-type-rocm5: ROCm 5's numbering read as ROCm 5's" ||
+	{ fail "memory-type-rocm5"; cat "$TMPD/rocm5-type.out"; }
 hipcheck export-refused-by-runtime 0 "export refused: .*hipErrorNotSupported" \
 	HIPDOUBLE_EXPORT=none -- -x refuse
 no_leaks export-refused-by-runtime

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Option checks, device id selection and the io_u -> buffer address map. */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "check.h"
@@ -44,21 +45,16 @@ static void test_check_job(void)
 	      strstr(msg, "trim"), "trim is refused: %s", msg);
 
 	j = good_job();
-	j.buf_bytes = DBR_REGBUF_MAX_BYTES;
-	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "exactly 1 GiB passes");
-	j.buf_bytes = DBR_REGBUF_MAX_BYTES + 4096;
+	j.buf_bytes = 2 * DBR_REGBUF_MAX_BYTES;
+	j.max_bs = 8 << 20;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0,
+	      "a 2 GiB area of 8 MiB I/Os passes: it registers in pieces");
+	j.max_bs = DBR_REGBUF_MAX_BYTES - DBR_SPLIT_GRAN;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "bs=1022m fits a piece");
+	j.max_bs += 4096;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG &&
-	      strstr(msg, "iodepth"), "over 1 GiB is refused naming iodepth/bs: %s", msg);
-	j.transfer = DBR_XFER_BOUNCE;
-	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -E2BIG,
-	      "the 1 GiB limit holds for host fixed buffers too");
-
-	/* bs=1m iodepth=1024 direct=1: fio pads, the provider rounds up */
-	CHECK(dbr_check_reg_bytes(DBR_REGBUF_MAX_BYTES, DBR_REGBUF_MAX_BYTES, msg,
-				  sizeof(msg)) == 0, "1 GiB registered passes");
-	CHECK(dbr_check_reg_bytes(1026 << 20, DBR_REGBUF_MAX_BYTES, msg, sizeof(msg)) == -E2BIG &&
-	      strstr(msg, "registers as 1026 MiB (iodepth x max bs = 1024 MiB"),
-	      "1 GiB of io_us padded to 1026 MiB is refused naming both: %s", msg);
+	      strstr(msg, "one I/O must fit a registered buffer, at most 1022 MiB"),
+	      "one I/O over 1022 MiB is refused: %s", msg);
 
 	j = good_job();
 	j.nr_files = DBR_MAX_REG_BUFFERS;
@@ -89,6 +85,108 @@ static void test_check_job(void)
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
 	      strstr(msg, "sqthread_poll_cpu=5: this machine has no online CPU 5 (online CPUs: 0-3,8)"),
 	      "an SQ CPU the machine lacks is named with the CPUs it has: %s", msg);
+}
+
+/* every offset an I/O of up to max_bs may start at lies whole in its piece */
+static bool split_holds(const struct dbr_split *sp, size_t max_bs, size_t step)
+{
+	size_t off;
+
+	for (off = 0; off + max_bs <= sp->size; off += step) {
+		unsigned int k = dbr_split_piece(sp, off);
+		size_t start = (size_t)k * sp->span;
+
+		if (k >= sp->nr || off < start ||
+		    off + max_bs > start + dbr_split_len(sp, k))
+			return false;
+	}
+	return true;
+}
+
+static void test_split(void)
+{
+	const size_t gib = DBR_REGBUF_MAX_BYTES, mib = 1 << 20;
+	struct dbr_split sp;
+	unsigned int k;
+	size_t end = 0;
+
+	CHECK(dbr_split_plan(&sp, 64 * mib, 1 * mib, gib, DBR_SPLIT_GRAN) == 0 &&
+	      sp.nr == 1 && dbr_split_len(&sp, 0) == 64 * mib &&
+	      dbr_split_piece(&sp, 63 * mib) == 0,
+	      "64 MiB: one piece (%u)", sp.nr);
+	CHECK(dbr_split_plan(&sp, gib, 1 * mib, gib, DBR_SPLIT_GRAN) == 0 &&
+	      sp.nr == 1, "exactly 1 GiB: one piece (%u)", sp.nr);
+	/* bs=8m iodepth=160, as fio pads it and providers round it */
+	CHECK(dbr_split_plan(&sp, 1282 * mib, 8 * mib, gib, DBR_SPLIT_GRAN) == 0 &&
+	      sp.nr == 2 && sp.span == 1016 * mib &&
+	      dbr_split_len(&sp, 0) == gib && dbr_split_len(&sp, 1) == 266 * mib,
+	      "1282 MiB of 8 MiB I/Os: 2 pieces, 1016 MiB apart (%u, span %zu MiB, %zu + %zu MiB)",
+	      sp.nr, sp.span / mib, dbr_split_len(&sp, 0) / mib,
+	      dbr_split_len(&sp, 1) / mib);
+	CHECK(split_holds(&sp, 8 * mib, 4096),
+	      "every 8 MiB I/O at any 4 KiB offset lies whole in its piece");
+	CHECK(dbr_split_plan(&sp, 16 * gib + 4 * mib, 16 * mib, gib,
+			     DBR_SPLIT_GRAN) == 0 && sp.nr == 17 &&
+	      split_holds(&sp, 16 * mib, 2 * mib),
+	      "bs=16m iodepth=1024 (16 GiB + padding): 17 pieces, each I/O in one (%u)",
+	      sp.nr);
+	for (k = 0; k < sp.nr; k++) {
+		CHECK(dbr_split_len(&sp, k) <= gib &&
+		      (size_t)k * sp.span % DBR_SPLIT_GRAN == 0 &&
+		      dbr_split_len(&sp, k) % DBR_SPLIT_GRAN == 0,
+		      "piece %u: at most 1 GiB, on 2 MiB boundaries", k);
+		end = (size_t)k * sp.span + dbr_split_len(&sp, k);
+	}
+	CHECK(end == sp.size && dbr_split_len(&sp, sp.nr) == 0,
+	      "the pieces end where the area does (%zu MiB)", end / mib);
+	CHECK(dbr_split_plan(&sp, 4 * gib, gib - DBR_SPLIT_GRAN, gib,
+			     DBR_SPLIT_GRAN) == 0 && split_holds(&sp, gib - DBR_SPLIT_GRAN, 2 * mib),
+	      "the largest I/O (1022 MiB) still fits: %u pieces of span %zu MiB",
+	      sp.nr, sp.span / mib);
+	CHECK(dbr_split_plan(&sp, 4 * gib, gib, gib, DBR_SPLIT_GRAN) == -E2BIG,
+	      "an I/O of 1 GiB cannot lie whole in a piece: -E2BIG");
+	/* p2p's plan before the kernel refuses: one dma-buf, whatever the size */
+	CHECK(dbr_split_plan(&sp, 3 * gib, 8 * mib, 3 * gib, DBR_SPLIT_GRAN) == 0 &&
+	      sp.nr == 1 && dbr_split_piece(&sp, 3 * gib - 8 * mib) == 0,
+	      "cap = size: one piece of 3 GiB");
+}
+
+static void test_split_warning(void)
+{
+	char msg[512];
+
+	CHECK(dbr_split_warning("nvme0n1", 128 << 10, 128, 4096, msg, sizeof(msg)) == 0 &&
+	      !msg[0], "bs=128k at max_sectors_kb=128: no line");
+	CHECK(dbr_split_warning("nvme0n1", 256 << 10, 128, 4096, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "bs=256 KiB is over nvme0n1's max_sectors_kb=128") &&
+	      strstr(msg, "v3 of the io_uring dma-buf series hangs on split dma-buf I/O (fixed in v4)") &&
+	      strstr(msg, "echo 4096 > /sys/block/nvme0n1/queue/max_sectors_kb"),
+	      "bs=256k at 128: both sizes, why, and the fix: %s", msg);
+	CHECK(dbr_split_warning("nvme0n1", 8 << 20, 512, 512, msg, sizeof(msg)) == 1 &&
+	      strstr(msg, "keep bs <= 512 KiB") && !strstr(msg, "echo"),
+	      "over the hardware limit too: no echo to suggest: %s", msg);
+	CHECK(dbr_split_warning("nvme0n1", 8 << 20, -1, -1, msg, sizeof(msg)) == 0,
+	      "limit unknown: no line");
+}
+
+static void test_watchdog_opt(void)
+{
+	unsigned int secs = 99;
+	char msg[256];
+
+	CHECK(dbr_parse_watchdog(NULL, true, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 30, "unset, p2p: 30 s (%u)", secs);
+	CHECK(dbr_parse_watchdog(NULL, false, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 0, "unset, bounce: off (%u)", secs);
+	CHECK(dbr_parse_watchdog("5", false, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 5, "5 on bounce: 5 s");
+	CHECK(dbr_parse_watchdog("0", true, &secs, msg, sizeof(msg)) == 0 &&
+	      secs == 0, "0 on p2p: off");
+	CHECK(dbr_parse_watchdog("-1", true, &secs, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog=-1: expected seconds from 0 (off) to 86400"),
+	      "-1 refused: %s", msg);
+	CHECK(dbr_parse_watchdog("10s", true, &secs, msg, sizeof(msg)) == -EINVAL,
+	      "10s refused");
 }
 
 static void test_busiest_dev(void)
@@ -269,6 +367,9 @@ int main(void)
 {
 	test_check_job();
 	test_transfer();
+	test_split();
+	test_split_warning();
+	test_watchdog_opt();
 	test_busiest_dev();
 	test_cpu_list();
 	test_dev_ids();

@@ -244,6 +244,27 @@ static void test_attach_file(int fd)
 	dbr_ring_exit(&r);
 }
 
+/* A file with its dma-buf in pieces (dbr_split): all or nothing. */
+static void test_attach_pieces(int fd)
+{
+	int fds[3] = { fd, fd, fd };
+	struct dbr_ring r;
+	int ret;
+
+	init_ring(&r, 4);
+	CHECK(dbr_ring_register_buf_table(&r, 6) == 0 &&
+	      dbr_ring_register_file_table(&r, 2) == 0, "tables: 6 buffer slots, 2 files");
+	CHECK(dbr_ring_attach_pieces(&r, 1, fd, 3, fds, 0) == 0 &&
+	      fsync_fixed(&r, 1) == 0, "no pieces: the file alone is attached");
+	CHECK(dbr_ring_detach_pieces(&r, 1, 3, 0) == 0 && fsync_fixed(&r, 1) == -EBADF,
+	      "and detached");
+	ret = dbr_ring_attach_pieces(&r, 1, fd, 3, fds, 3);
+	CHECK(ret < 0 && fsync_fixed(&r, 1) == -EBADF,
+	      "pieces the kernel refuses: the attach fails (%s) and the file slot is empty",
+	      strerror(-ret));
+	dbr_ring_exit(&r);
+}
+
 static int alarm_fd = -1;
 
 static void on_alarm(int sig)
@@ -299,6 +320,91 @@ static void test_detach_no_quiesce(int fd, char *buf)
 	close(p[1]);
 }
 
+/* the watchdog's arithmetic, with time given */
+static void test_watch_logic(void)
+{
+	const uint64_t ms = 1000000;
+	struct dbr_watch w;
+
+	dbr_watch_init(&w, 500 * ms, NULL, NULL);
+	CHECK(w.period_ns == 500 * ms, "a limit under a second is also the period");
+	dbr_watch_begin(&w, 1000 * ms);
+	CHECK(dbr_watch_quiet(&w, 1400 * ms, 3) == 0, "400 ms quiet: no stall yet");
+	CHECK(dbr_watch_quiet(&w, 1500 * ms, 3) == 1 && w.stalls == 1,
+	      "500 ms quiet with I/O out: a stall");
+	CHECK(dbr_watch_quiet(&w, 2500 * ms, 3) == 0 && w.stalls == 1,
+	      "the same stretch is reported once");
+	dbr_watch_progress(&w);
+	dbr_watch_begin(&w, 3000 * ms);
+	CHECK(dbr_watch_quiet(&w, 3600 * ms, 0) == 0,
+	      "nothing in flight: never a stall");
+	CHECK(dbr_watch_quiet(&w, 3700 * ms, 1) == 0 &&
+	      dbr_watch_quiet(&w, 4200 * ms, 1) == 1 && w.stalls == 2,
+	      "after a completion a new stretch counts afresh");
+	dbr_watch_init(&w, 0, NULL, NULL);
+	dbr_watch_begin(&w, 1);
+	CHECK(dbr_watch_quiet(&w, 3600000 * ms, 1) == 0, "limit 0: off");
+}
+
+struct stall_seen {
+	int calls;
+	uint64_t quiet_ns;
+	unsigned int inflight;
+	int wake_fd;
+};
+
+/* the stall is reported, then ended: the request gets its data */
+static void on_stall(void *arg, uint64_t quiet_ns, unsigned int inflight)
+{
+	struct stall_seen *s = arg;
+
+	s->calls++;
+	s->quiet_ns = quiet_ns;
+	s->inflight = inflight;
+	if (write(s->wake_fd, "x", 1) != 1)
+		s->calls = -100;
+}
+
+/* A read of an empty pipe never completes on its own: a real stall. */
+static void test_watchdog(char *buf)
+{
+	struct stall_seen seen = { 0 };
+	struct dbr_watch w;
+	struct dbr_ring r;
+	struct dbr_req req, *done;
+	int p[2];
+
+	if (pipe(p) < 0) {
+		CHECK(0, "pipe: %s", strerror(errno));
+		return;
+	}
+	seen.wake_fd = p[1];
+	init_ring(&r, 4);
+	dbr_watch_init(&w, 200 * 1000000ULL, on_stall, &seen);
+	r.watch = &w;
+	CHECK(dbr_ring_register_buf_table(&r, 1) == 0 &&
+	      dbr_ring_install_host(&r, 0, buf, BUF_SIZE) == 0, "host buffer");
+	req = read_req(p[0], buf, 1, 0);
+	CHECK(dbr_ring_queue(&r, &req) == 0, "read of an empty pipe queued");
+	done = reap_one(&r);
+	CHECK(seen.calls == 1 && seen.quiet_ns >= 200 * 1000000ULL &&
+	      seen.inflight == 1,
+	      "a stall of %.0f ms with %u in flight reported once (%d calls)",
+	      seen.quiet_ns / 1e6, seen.inflight, seen.calls);
+	CHECK(done == &req && req.res == 1 && !w.reported,
+	      "the wait went on and got the completion (res %d)", req.res);
+	/* data waiting: no stall */
+	CHECK(write(p[1], "y", 1) == 1, "a byte in the pipe");
+	req = read_req(p[0], buf, 1, 0);
+	dbr_ring_queue(&r, &req);
+	done = reap_one(&r);
+	CHECK(done == &req && req.res == 1 && seen.calls == 1,
+	      "a read that completes at once is no stall (%d calls)", seen.calls);
+	dbr_ring_exit(&r);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void test_probe(void)
 {
 	int ret = dbr_probe_p2p();
@@ -328,8 +434,11 @@ int main(void)
 	test_eagain_reissue(fd, buf);
 	test_quiesce(fd, buf);
 	test_attach_file(fd);
+	test_attach_pieces(fd);
 	test_detach_no_quiesce(fd, buf);
 	test_probe();
+	test_watch_logic();
+	test_watchdog(buf);
 	munmap(buf, BUF_SIZE);
 	close(fd);
 	CHECK(count_fds() == fds_before, "no descriptor leaked (%d before, %d after)",

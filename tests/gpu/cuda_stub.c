@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A stub of the CUDA driver (libcuda.so.1) for machines without an NVIDIA
+ * GPU: just what gpu/cuda.c calls, backed by host memory, so that the CUDA
+ * provider's allocation, copies and dma-buf export run in CI. Copies happen
+ * at once and events are always done; an "exported dma-buf" is a memfd
+ * (enough for the export's decisions, not for registration). Load it by
+ * putting its directory first in LD_LIBRARY_PATH.
+ *
+ * Environment:
+ *   CUDASTUB_PCIE=notsup|invalid|ok|oom  what cuMemGetHandleForAddressRange
+ *                        answers to CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE:
+ *                        CUDA_ERROR_NOT_SUPPORTED (the default: the x86 H200
+ *                        with driver 580), CUDA_ERROR_INVALID_VALUE (a driver
+ *                        without the flag), a dma-buf, or an unrelated error
+ *   CUDASTUB_C2C=1       CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED=1:
+ *                        the GPU is linked to the CPU by NVLink-C2C
+ *   CUDASTUB_LOG=FILE    append "export flags=N" per export call
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include <cuda.h>
+
+static const char *env(const char *name, const char *def)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? s : def;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	static const struct { CUresult r; const char *name; } names[] = {
+		{ CUDA_SUCCESS, "CUDA_SUCCESS" },
+		{ CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE" },
+		{ CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY" },
+		{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED" },
+		{ CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].r == error) {
+			*pStr = names[i].name;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuInit(unsigned int Flags)
+{
+	(void)Flags;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+	*count = 1;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	if (ordinal != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*device = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	(void)dev;
+	*pi = 0;
+	if (attrib == CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED)
+		*pi = 1;
+	else if (attrib == CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED)
+		*pi = !strcmp(env("CUDASTUB_C2C", "0"), "1");
+	return CUDA_SUCCESS;
+}
+
+static int ctx_dummy;
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	(void)dev;
+	*pctx = (CUcontext)&ctx_dummy;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	(void)dev;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	(void)ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity,
+				       const CUmemAllocationProp *prop,
+				       CUmemAllocationGranularity_flags option)
+{
+	(void)prop;
+	(void)option;
+	*granularity = 2UL << 20;
+	return CUDA_SUCCESS;
+}
+
+/* device allocations: anonymous mappings, listed for cuMemFree */
+struct alloc {
+	CUdeviceptr base;
+	size_t size;
+	struct alloc *next;
+};
+static struct alloc *allocs;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+{
+	struct alloc *a = malloc(sizeof(*a));
+	void *p;
+
+	if (!a)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	p = mmap(NULL, bytesize, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		free(a);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	a->base = *dptr = (CUdeviceptr)(uintptr_t)p;
+	a->size = bytesize;
+	pthread_mutex_lock(&lock);
+	a->next = allocs;
+	allocs = a;
+	pthread_mutex_unlock(&lock);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr dptr)
+{
+	struct alloc **pp, *a;
+
+	pthread_mutex_lock(&lock);
+	for (pp = &allocs; (a = *pp) && a->base != dptr; pp = &a->next)
+		;
+	if (a)
+		*pp = a->next;
+	pthread_mutex_unlock(&lock);
+	if (!a)
+		return CUDA_ERROR_INVALID_VALUE;
+	munmap((void *)(uintptr_t)a->base, a->size);
+	free(a);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+			       CUdeviceptr ptr)
+{
+	(void)ptr;
+	if (attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*(int *)data = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr,
+				       size_t size,
+				       CUmemRangeHandleType handleType,
+				       unsigned long long flags)
+{
+	const char *pcie = env("CUDASTUB_PCIE", "notsup");
+	const char *log = getenv("CUDASTUB_LOG");
+	int fd;
+
+	(void)dptr;
+	if (log) {
+		FILE *f = fopen(log, "ae");
+
+		if (f) {
+			fprintf(f, "export flags=%llu size=%zu\n", flags, size);
+			fclose(f);
+		}
+	}
+	if (handleType != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || flags > 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags == 1 && !strcmp(pcie, "notsup"))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (flags == 1 && !strcmp(pcie, "invalid"))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags == 1 && !strcmp(pcie, "oom"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	fd = memfd_create("cuda_stub_dmabuf", MFD_CLOEXEC);
+	if (fd < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*(int *)handle = fd;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	(void)p;
+	(void)bytesize;
+	(void)Flags;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+	(void)p;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p,
+				   unsigned int Flags)
+{
+	(void)Flags;
+	*pdptr = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+static int stream_dummy, event_dummy;
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+	(void)Flags;
+	*phStream = (CUstream)&stream_dummy;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+	(void)hStream;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream hStream)
+{
+	(void)hStream;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+	(void)Flags;
+	*phEvent = (CUevent)&event_dummy;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+	(void)hEvent;
+	(void)hStream;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+	(void)hEvent;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+	(void)hEvent;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent hEvent)
+{
+	(void)hEvent;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
+			   size_t ByteCount, CUstream hStream)
+{
+	(void)hStream;
+	memcpy((void *)(uintptr_t)dstDevice, srcHost, ByteCount);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
+			   size_t ByteCount, CUstream hStream)
+{
+	(void)hStream;
+	memcpy(dstHost, (const void *)(uintptr_t)srcDevice, ByteCount);
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# gpu/cuda.c's dma-buf export against a stub of the CUDA driver (host memory,
+# tests/gpu/cuda_stub.c), where no NVIDIA GPU exists: the PCIe BAR1 mapping is
+# asked for first; CUDA_ERROR_NOT_SUPPORTED (the x86 H200, driver 580) or
+# CUDA_ERROR_INVALID_VALUE (a driver without the flag) fall back to the
+# default mapping and say so; a GPU behind NVLink-C2C whose driver refuses
+# the PCIe mapping is refused with the reason; any other error is not
+# papered over. Then fio's bounce path with verify through the stub.
+. "$(dirname "$0")/../lib.sh"
+
+check=$BUILDDIR/tests/gpu/gpu_check
+stub=$BUILDDIR/tests/gpu/cuda/.libs
+grep -q '^#define DBR_HAVE_CUDA 1' "$BUILDDIR/config.h" || skip "built --without-cuda"
+[ -x "$check" ] || die "gpu_check not built at $check"
+[ -f "$stub/libcuda.so.1" ] || die "the CUDA stub is not built ($stub/libcuda.so.1)"
+log=$TMPD/exports
+
+# cudacheck NAME WANT-EXIT REGEX FLAGS-ASKED [ENV=...] -- gpu_check ARGS...
+cudacheck() {
+	local name=$1 want=$2 re=$3 asked=$4 rc=0 envs=() got
+	shift 4
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	: >"$log"
+	env LD_LIBRARY_PATH="$stub" CUDASTUB_LOG="$log" "${envs[@]}" \
+		"$check" cuda "$@" >"$TMPD/$name.out" 2>&1 || rc=$?
+	got=$(sed -n 's/^export flags=\([0-9]*\).*/\1/p' "$log" | tr '\n' ' ')
+	if [ "$rc" -eq "$want" ] && grep -Eq "$re" "$TMPD/$name.out" &&
+		[ "$got" = "$asked" ]; then
+		pass "$name (flags asked: $got)"
+	else
+		fail "$name: want exit $want, /$re/ and flags '$asked' (exit $rc, flags '$got')"
+		sed 's/^/    /' "$TMPD/$name.out"
+	fi
+}
+
+cudacheck pcie-not-supported-falls-back 0 \
+	"thread 0: ok: .*dma-buf fd [0-9]+: .*default mapping \(flags=0: the PCIe BAR1 flag answered CUDA_ERROR_NOT_SUPPORTED; the GPU is on PCIe, not C2C\)" \
+	"1 0 " -- -x require
+cudacheck pcie-invalid-value-falls-back 0 \
+	"default mapping \(flags=0: the PCIe BAR1 flag answered CUDA_ERROR_INVALID_VALUE" \
+	"1 0 " CUDASTUB_PCIE=invalid -- -x require
+cudacheck pcie-mapping 0 \
+	"thread 0: ok: .*PCIe BAR1 mapping \(CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE\)" \
+	"1 " CUDASTUB_PCIE=ok -- -x require
+cudacheck c2c-pcie-mapping 0 "PCIe BAR1 mapping" "1 " CUDASTUB_PCIE=ok CUDASTUB_C2C=1 -- -x require
+cudacheck c2c-without-pcie-refused 0 \
+	"export refused: Operation not supported \(device 0 is on NVLink-C2C and refused the PCIe BAR1 dma-buf \(CUDA_ERROR_NOT_SUPPORTED\): its default one has C2C addresses NVMe cannot reach" \
+	"1 " CUDASTUB_C2C=1 -- -x refuse
+cudacheck other-error-no-fallback 0 \
+	"export refused: .*cuMemGetHandleForAddressRange\(DMA_BUF_FD, MAPPING_TYPE_PCIE\): CUDA_ERROR_OUT_OF_MEMORY" \
+	"1 " CUDASTUB_PCIE=oom -- -x refuse
+
+# the provider's copy path under fio, through the stub's "device" memory
+f=$(scratch_file)
+LD_LIBRARY_PATH=$stub run_ok bounce-verify-through-stub --name=cuda --filename="$f" \
+	--size=16m --bs=64k --iodepth=16 --rw=randwrite --gpu=cuda --transfer=bounce \
+	--verify=crc32c --verify_fatal=1 --direct=1 --thread
+finish

@@ -781,6 +781,8 @@ static enum dbr_op dbr_op_of(const struct io_u *io_u)
 		return DBR_OP_WRITE;
 	case DDIR_DATASYNC:
 		return DBR_OP_FDATASYNC;
+	case DDIR_SYNC_FILE_RANGE:
+		return DBR_OP_SYNC_FILE_RANGE;
 	default:
 		return DBR_OP_FSYNC;
 	}
@@ -800,6 +802,12 @@ static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
 	req->fd = o->registerfiles ? (int)f->fileno : f->fd;
 	req->off = io_u->offset;
 	req->len = io_u->xfer_buflen;
+	if (io_u->ddir == DDIR_SYNC_FILE_RANGE) {
+		/* what fio's io_uring engine asks for: the range written since */
+		req->off = f->first_write;
+		req->len = (uint32_t)(f->last_write - f->first_write);
+		req->sync_flags = td->o.sync_file_range;
+	}
 	/* the piece of the area (dbr_split) that holds this io_u's buffer */
 	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
 	k = dbr_split_piece(&dd->split, io->off);
@@ -822,7 +830,7 @@ static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
 
 	fio_ro_check(td, io_u);
 
-	if (io_u->ddir == DDIR_TRIM || io_u->ddir == DDIR_SYNC_FILE_RANGE) {
+	if (io_u->ddir == DDIR_TRIM) {
 		io_u->error = EOPNOTSUPP;
 		return FIO_Q_COMPLETED;
 	}

@@ -27,6 +27,7 @@ enum dbr_op {
 	DBR_OP_WRITE,
 	DBR_OP_FSYNC,
 	DBR_OP_FDATASYNC,
+	DBR_OP_SYNC_FILE_RANGE,	/* off/len: the range; sync_flags: SYNC_FILE_RANGE_* */
 };
 
 /*
@@ -43,6 +44,7 @@ struct dbr_req {
 	uint32_t len;
 	uint64_t addr;
 	uint64_t off;
+	unsigned int sync_flags;	/* DBR_OP_SYNC_FILE_RANGE's flags */
 	int res;		/* CQE result once reaped */
 	unsigned int reissues;	/* -EAGAIN reissues of this request */
 	struct dbr_req *next;	/* on the ring's stash while quiescing */
@@ -122,6 +124,10 @@ static inline void dbr_prep_sqe(struct io_uring_sqe *sqe,
 		break;
 	case DBR_OP_FDATASYNC:
 		io_uring_prep_fsync(sqe, req->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case DBR_OP_SYNC_FILE_RANGE:
+		io_uring_prep_sync_file_range(sqe, req->fd, req->len, req->off,
+					      (int)req->sync_flags);
 		break;
 	}
 	io_uring_sqe_set_flags(sqe, (req->fixed_file ? IOSQE_FIXED_FILE : 0) |

@@ -31,7 +31,8 @@ submit_order() {
 # as the opcodes the kernel should see
 queue_order() {
 	awk '$3 == "write" {print "WRITE_FIXED"} $3 == "sync" {print "FSYNC"}
-	     $3 == "datasync" {print "FSYNC"}' "$1"
+	     $3 == "datasync" {print "FSYNC"}
+	     $3 == "sync_file_range" {print "SYNC_FILE_RANGE"}' "$1"
 }
 
 # same_order NAME ENGINE-ARGS...: the kernel saw fio's queue order. (Not a
@@ -45,12 +46,12 @@ same_order() {
 	queue_order "$out.iolog" >"$out.queued"
 	local w s
 	w=$(grep -c WRITE_FIXED "$out")
-	s=$(grep -c FSYNC "$out")
+	s=$(grep -c -E 'FSYNC|SYNC_FILE_RANGE' "$out")
 	if [ "$s" -gt 0 ] && [ "$(grep -c WRITE_FIXED "$out.queued")" -eq "$w" ] &&
 	   cmp -s "$out" "$out.queued"; then
-		pass "$name: $w writes and $s fsyncs reach the kernel in the order fio queued them ($(head -4 "$out" | tr '\n' ' ')...)"
+		pass "$name: $w writes and $s syncs reach the kernel in the order fio queued them ($(head -4 "$out" | tr '\n' ' ')...)"
 	else
-		fail "$name: kernel saw $(head -6 "$out" | tr '\n' ' ')... ($w writes, $s fsyncs); fio queued $(head -6 "$out.queued" | tr '\n' ' ')..."
+		fail "$name: kernel saw $(head -6 "$out" | tr '\n' ' ')... ($w writes, $s syncs); fio queued $(head -6 "$out.queued" | tr '\n' ' ')..."
 	fi
 }
 
@@ -62,6 +63,9 @@ if trace_ok; then
 	HIPDOUBLE_DELAY_US=1000 same_order slow-gpu-copies-fdatasync \
 		--ioengine="external:$ENGINE" --gpu=hip --transfer=bounce \
 		--fsync=0 --fdatasync=3 --rw=randwrite
+	HIPDOUBLE_DELAY_US=1000 same_order slow-gpu-copies-sync_file_range \
+		--ioengine="external:$ENGINE" --gpu=hip --transfer=bounce \
+		--fsync=0 --sync_file_range=write:3
 else
 	log "SKIP ordering: tracefs io_uring events not available (needs root and tracefs)"
 fi

@@ -195,6 +195,11 @@ int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len)
 
 		errno = 0;
 		v = strtol(p, &end, 10);
+		if (*p == ':') {
+			snprintf(msg, len, "gpu_dev_ids=%s: an empty entry (two ':' in a row, or a leading one); give one device ordinal between each ':', e.g. gpu_dev_ids=0:1",
+				 s);
+			return -EINVAL;
+		}
 		if (end == p || errno || v < 0 || v > 4095 ||
 		    (*end && *end != ':')) {
 			snprintf(msg, len, "gpu_dev_ids=%s: expected device ordinals separated by ':', e.g. gpu_dev_ids=0:1, or auto",
@@ -202,18 +207,33 @@ int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len)
 			return -EINVAL;
 		}
 		if (n == max) {
-			snprintf(msg, len, "gpu_dev_ids=%s: more than %d entries",
-				 s, max);
+			snprintf(msg, len, "gpu_dev_ids=%.200s...: more than %d entries; list at most %d (thread i uses entry i mod n, so the list repeats itself for more threads)",
+				 s, max, max);
 			return -EINVAL;
 		}
 		ids[n++] = (int)v;
 		p = *end ? end + 1 : end;
 		if (*end && !*p) {
-			snprintf(msg, len, "gpu_dev_ids=%s: trailing ':'", s);
+			snprintf(msg, len, "gpu_dev_ids=%s: trailing ':'; drop it, e.g. gpu_dev_ids=0:1",
+				 s);
 			return -EINVAL;
 		}
 	}
 	return n;
+}
+
+/*
+ * The first entry that names no device (count devices seen) among those the
+ * nr_threads threads of a job use (thread i: entry i mod n), or -1.
+ */
+int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_threads && i < (unsigned int)n; i++)
+		if (ids[i] >= count)
+			return ids[i];
+	return -1;
 }
 
 /*

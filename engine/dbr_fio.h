@@ -111,6 +111,17 @@ static inline bool dbr_first_thread(struct thread_data *td)
 	return td->subjob_number == 0;
 }
 
+/*
+ * dbr_fail for a refusal every thread of the job makes alike (the job's
+ * options, the machine): the line once per job, the record on every thread.
+ */
+#define dbr_fail_job(td, err, func, msg) ({			\
+	if (dbr_first_thread(td))				\
+		log_err("%s: %s\n", DBR_NAME, (msg));		\
+	td_verror((td), (err), (func));				\
+	1;							\
+})
+
 /* ------------------------------------------------------------------------ */
 /* report.c: the engine's lines, and a thread's end                         */
 

@@ -78,6 +78,21 @@ static int dbr_pick_auto(struct thread_data *td,
 	return 0;
 }
 
+/*
+ * Threads in td's job: its numjobs, as the job's first thread has it (fio
+ * gives each clone numjobs=1; the clones follow their first thread in fio's
+ * thread list).
+ */
+static unsigned int dbr_job_threads(struct thread_data *td)
+{
+	int i = (int)td->thread_number - 1;
+	struct thread_data *t = td;
+
+	while (t->subjob_number && i > 0)
+		t = tnumber_to_td(--i);
+	return t->o.numjobs ? t->o.numjobs : 1;
+}
+
 /* The provider gpu= names and the device of this thread on it. */
 int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev)
@@ -114,13 +129,15 @@ int dbr_pick_provider(struct thread_data *td,
 			       sizeof(msg));
 	if (nr < 0)
 		return dbr_fail(td, EINVAL, "gpu_dev_ids", msg);
-	*dev = dbr_pick_dev(ids, nr, td->subjob_number);
-	if (*dev >= count) {
+	/* any thread's missing device stops them all, before any I/O */
+	*dev = dbr_missing_dev(ids, nr, dbr_job_threads(td), count);
+	if (*dev >= 0) {
 		snprintf(msg, sizeof(msg), "gpu_dev_ids=%s: device %d does not exist, gpu=%s sees %d device%s (0..%d); fix gpu_dev_ids",
 			 o->gpu_dev_ids, *dev, prov->name, count,
 			 count == 1 ? "" : "s", count - 1);
-		return dbr_fail(td, ENODEV, "gpu_dev_ids", msg);
+		return dbr_fail_job(td, ENODEV, "gpu_dev_ids", msg);
 	}
+	*dev = dbr_pick_dev(ids, nr, td->subjob_number);
 	return 0;
 }
 /* First file that p2p cannot register against, or NULL. */
@@ -203,7 +220,7 @@ int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 		return 0;
 	snprintf(msg, sizeof(msg), "transfer=p2p cannot run: %s. Use transfer=bounce (or transfer=auto) here; 'dmabuf-doctor %s' checks everything p2p needs",
 		 why, td->files_index ? td->files[0]->file_name : "/dev/nvmeXnY");
-	return dbr_fail(td, err, "p2p", msg);
+	return dbr_fail_job(td, err, "p2p", msg);
 }
 
 /*

@@ -10,9 +10,13 @@ base=(--name=bad --filename="$f" --size=4m --bs=4k --iodepth=4 --rw=randread)
 run_refused p2p-buffered "transfer=p2p needs direct=1" \
 	"${base[@]}" --gpu=host --transfer=p2p --direct=0
 
-# p2p on a kernel without the series (every released kernel) and on a file
+# p2p on a kernel without the series (every released kernel) and on a file;
+# said once per job, not once per thread
 run_refused p2p-regular-file "transfer=p2p cannot run:.*$f is not a block device.*Use transfer=bounce" \
-	"${base[@]}" --gpu=host --transfer=p2p --direct=1
+	"${base[@]}" --gpu=host --transfer=p2p --direct=1 --numjobs=4 --thread
+n=$(grep -c '^dmabuf_uring: ' "$TMPD/p2p-regular-file.out")
+[ "$n" -eq 1 ] && pass "p2p refusal: one line for the job's 4 threads" ||
+	fail "p2p refusal: $n dmabuf_uring lines for 4 threads, want one"
 if grep -q "lacks the io_uring dma-buf series" "$TMPD/p2p-regular-file.out"; then
 	pass "p2p names the missing kernel series"
 elif [ "${DBR_EXPECT_SERIES:-0}" = 1 ]; then
@@ -66,8 +70,25 @@ run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=h
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:3 --numjobs=2 --thread
 run_refused stall-watchdog-garbage "stall_watchdog=10s: expected seconds from 0 \(off\) to 86400" \
 	"${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=10s
+# a device only another thread uses stops the whole job before any I/O: fio
+# would run thread 0 for the whole runtime otherwise
+t0=$SECONDS
+run_refused dev-id-other-thread "gpu_dev_ids=0:1: device 1 does not exist, gpu=host sees 1 device.*fix gpu_dev_ids" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:1 --numjobs=2 --thread \
+	--time_based --runtime=20
+[ $((SECONDS - t0)) -lt 10 ] && pass "dev-id-other-thread: no thread ran ($((SECONDS - t0)) s of a 20 s runtime)" ||
+	fail "dev-id-other-thread: a thread ran on for $((SECONDS - t0)) s"
+n=$(grep -c '^dmabuf_uring: ' "$TMPD/dev-id-other-thread.out")
+[ "$n" -eq 1 ] && pass "dev-id-other-thread: the refusal once per job" ||
+	fail "dev-id-other-thread: $n dmabuf_uring lines, want one"
 run_refused dev-id-garbage "gpu_dev_ids=zero: expected device ordinals" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=zero
+run_refused dev-id-empty-entry "gpu_dev_ids=0::: an empty entry.*give one device ordinal between each ':'" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0::
+run_refused dev-id-trailing "gpu_dev_ids=0:: trailing ':'; drop it" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:
+run_refused dev-id-too-many "more than 64 entries; list at most 64" \
+	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids="$(printf '0:%.0s' {1..64})0"
 
 # gpu_spin_us: microseconds or -1, nothing else
 run_refused spin-us-word "gpu_spin_us=long: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done" \

@@ -230,12 +230,24 @@ static void test_dev_ids(void)
 	CHECK(n == 2 && ids[0] == 1 && ids[1] == 1, "repeated entries are allowed");
 	CHECK(dbr_parse_dev_ids("0:x", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL &&
 	      strstr(msg, "gpu_dev_ids=0:x"), "garbage is refused: %s", msg);
-	CHECK(dbr_parse_dev_ids("0:", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL,
-	      "a trailing ':' is refused");
+	CHECK(dbr_parse_dev_ids("0:", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "trailing ':'; drop it"), "a trailing ':' is refused with the fix: %s", msg);
+	CHECK(dbr_parse_dev_ids("0::", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "empty entry") && strstr(msg, "give one device ordinal"),
+	      "an empty entry is named, with the fix: %s", msg);
 	CHECK(dbr_parse_dev_ids("-1", ids, DBR_MAX_DEV_IDS, msg, sizeof(msg)) == -EINVAL,
 	      "negative ordinals are refused");
-	CHECK(dbr_parse_dev_ids("0:1:2", ids, 2, msg, sizeof(msg)) == -EINVAL,
-	      "too many entries are refused");
+	CHECK(dbr_parse_dev_ids("0:1:2", ids, 2, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "list at most 2"), "too many entries are refused with the fix: %s", msg);
+
+	/* every entry a job's threads use is checked, not just the thread's own */
+	ids[0] = 0;
+	ids[1] = 1;
+	ids[2] = 2;
+	CHECK(dbr_missing_dev(ids, 3, 3, 2) == 2, "0:1:2, 3 threads, 2 devices: 2 is missing");
+	CHECK(dbr_missing_dev(ids, 3, 2, 2) == -1, "0:1:2, 2 threads: entry 2 is never used");
+	CHECK(dbr_missing_dev(ids, 2, 8, 1) == 1, "0:1, 8 threads, 1 device: 1 is missing");
+	CHECK(dbr_missing_dev(ids, 3, 8, 3) == -1, "all three exist");
 
 	ids[0] = 0;
 	ids[1] = 1;

@@ -92,6 +92,7 @@ struct dbr_data {
 	unsigned int prepped;	/* force_async: requests since the last async one */
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 	int stats_fd;		/* gpu_stats_file, or -1 */
+	const char *stats_path;	/* its name (the option's or the environment's) */
 	bool ended;		/* dbr_end ran: results counted, all released */
 	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
 };

@@ -101,7 +101,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	int d;
 
 	memset(r, 0, sizeof(*r));
-	snprintf(r->job, sizeof(r->job), "%s", td->o.name ? td->o.name : "");
+	dbr_result_set_job(r, td->o.name);
 	r->thread = td->subjob_number;
 	r->group = td->groupid;
 	r->pid = getpid();
@@ -162,9 +162,13 @@ void dbr_end_results(struct thread_data *td, struct dbr_data *dd)
 	if (dd && dd->stats_fd >= 0) {
 		dbr_tally_run_id(run, sizeof(run));
 		ret = dbr_result_append(dd->stats_fd, &r, run);
-		if (ret < 0)
-			log_err("%s: gpu_stats_file: writing thread %u's record failed: %s\n",
-				DBR_NAME, td->subjob_number, strerror(-ret));
+		/* a lost record is a failed run, as a lost fio result is */
+		if (ret < 0) {
+			log_err("%s: gpu_stats_file=%.400s: writing thread %u's record failed: %s; the record is lost: make room there, or point gpu_stats_file elsewhere\n",
+				DBR_NAME, dd->stats_path, td->subjob_number,
+				strerror(-ret));
+			td_verror(td, -ret, "gpu_stats_file");
+		}
 	}
 	sums = calloc(DBR_MAX_GPU_SUMS, sizeof(*sums));
 	n = dbr_tally_end(dbr_run_of(td), dbr_run_threads(), dd ? &r : NULL,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,16 +122,53 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 	return j.over ? -ENOSPC : (int)j.used;
 }
 
+/* where a UTF-8 string of n bytes may be cut to at most max bytes */
+static size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	/* back over continuation bytes (10xxxxxx) to a character's start */
+	while (max && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+void dbr_result_set_job(struct dbr_result *r, const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	n = utf8_cut(name, n, sizeof(r->job) - 1);
+	if (n)
+		memcpy(r->job, name, n);
+	r->job[n] = '\0';
+}
+
 int dbr_results_open(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	/* O_NONBLOCK: a FIFO nobody reads answers ENXIO instead of hanging */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+			    O_NONBLOCK, 0644);
+	struct stat st;
+	int flags;
 
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode) ||
+	    S_ISSOCK(st.st_mode))
+		goto bad;
+	/* records are whole lines: a full pipe waits, as a disk would */
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		goto bad;
+	return fd;
+bad:
+	close(fd);
+	return -EINVAL;
 }
 
 int dbr_result_append(int fd, const struct dbr_result *r, const char *run)
 {
-	char line[1024];
+	char line[3072];
 	int len = dbr_result_json(r, run, line, sizeof(line));
 	ssize_t ret;
 

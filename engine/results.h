@@ -26,9 +26,12 @@
 
 enum { DBR_RD, DBR_WR, DBR_NR_DIRS };
 
+/* room for a job name: fio's reports keep 128 bytes of it */
+#define DBR_JOB_NAME_LEN	256
+
 /* One thread's results, from fio's own counters where fio has them. */
 struct dbr_result {
-	char job[64];
+	char job[DBR_JOB_NAME_LEN];	/* fio's job name, cut at a character */
 	unsigned int thread;		/* numjobs clone index */
 	unsigned int group;		/* fio's group id: stonewalled jobs
 					 * run apart, so their rates do not add */
@@ -84,7 +87,17 @@ void dbr_result_set_gpu(struct dbr_result *r, const struct gpu_provider *p,
 int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 		    size_t len);
 
-/* Open path for appending records: an fd, or a negative errno. */
+/*
+ * The job name into r, whole where it fits, else cut at the end of a UTF-8
+ * character (so the record stays valid UTF-8).
+ */
+void dbr_result_set_job(struct dbr_result *r, const char *name);
+
+/*
+ * Open path for appending records: an fd, or a negative errno. Never blocks:
+ * a FIFO without a reader is -ENXIO; anything but a regular file or a FIFO
+ * (a directory, a device) is -EINVAL.
+ */
 int dbr_results_open(const char *path);
 
 /* r as one line, in one write (O_APPEND: lines never interleave). */

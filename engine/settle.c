@@ -329,11 +329,16 @@ int dbr_open_stats(struct thread_data *td, struct dbr_data *dd)
 	if (!path || !path[0])
 		return 0;
 	dd->stats_fd = dbr_results_open(path);
+	dd->stats_path = path;
 	if (dd->stats_fd >= 0)
 		return 0;
 	snprintf(msg, sizeof(msg), "%s=%.400s: cannot append to it: %s; %s",
 		 path == env ? "DBR_GPU_STATS_FILE" : "gpu_stats_file", path,
-		 strerror(-dd->stats_fd), path == env ?
+		 dd->stats_fd == -ENXIO ? "a FIFO with no reader (fio would wait for one for ever)" :
+		 dd->stats_fd == -EINVAL ? "not a file (a block device, socket or directory)" :
+		 strerror(-dd->stats_fd),
+		 dd->stats_fd == -ENXIO ? "start its reader first, or give a regular file" :
+		 path == env ?
 		 "point it at a file in a writable directory, or unset it" :
 		 "give a file in a writable directory, or drop gpu_stats_file");
 	return dbr_fail(td, -dd->stats_fd, "gpu_stats_file", msg);

@@ -106,6 +106,50 @@ run_refused stats-file-is-dir "gpu_stats_file=$TMPD: cannot append to it: Is a d
 DBR_GPU_STATS_FILE=$TMPD/no-such-dir/e.jsonl run_refused stats-file-env \
 	"DBR_GPU_STATS_FILE=$TMPD/no-such-dir/e.jsonl: cannot append to it: No such file or directory; point it at a file in a writable directory, or unset it" \
 	"${base[@]}" --gpu=host --transfer=bounce
+# a FIFO nobody reads: refused at once (open would block fio for ever,
+# deaf to SIGINT); with a reader, the records go through it
+mkfifo "$TMPD/fifo"
+for how in option env; do
+	rc=0
+	if [ $how = option ]; then
+		timeout -s KILL 30 "$FIO" --ioengine="external:$ENGINE" "${base[@]}" --gpu=host \
+			--transfer=bounce --gpu_stats_file="$TMPD/fifo" >"$TMPD/fifo-$how.out" 2>&1 || rc=$?
+	else
+		DBR_GPU_STATS_FILE=$TMPD/fifo timeout -s KILL 30 "$FIO" --ioengine="external:$ENGINE" \
+			"${base[@]}" --gpu=host --transfer=bounce >"$TMPD/fifo-$how.out" 2>&1 || rc=$?
+	fi
+	if [ $rc -ne 0 ] && [ $rc -ne 137 ] &&
+	   grep -q "^dmabuf_uring: .*fifo: cannot append to it: a FIFO with no reader.*start its reader first, or give a regular file" "$TMPD/fifo-$how.out"; then
+		pass "stats-file-fifo-$how (exit $rc): $(grep -m1 '^dmabuf_uring: ' "$TMPD/fifo-$how.out" | cut -c1-150)"
+	else
+		fail "stats-file-fifo-$how: exit $rc (137: fio hung in open), $(grep -m1 '^dmabuf_uring' "$TMPD/fifo-$how.out")"
+	fi
+done
+# the reader: this shell, holding the FIFO open read-write from here on
+exec 3<>"$TMPD/fifo"
+if timeout -s KILL 30 "$FIO" --ioengine="external:$ENGINE" "${base[@]}" --gpu=host --transfer=bounce \
+	--gpu_stats_file="$TMPD/fifo" >"$TMPD/fifo-read.out" 2>&1; then
+	timeout 5 head -1 <&3 >"$TMPD/fifo.read"
+	grep -q '"job":"bad"' "$TMPD/fifo.read" && pass "stats-file-fifo with a reader: the record went through it" ||
+		fail "stats-file-fifo with a reader: no record read"
+else
+	fail "stats-file-fifo with a reader: fio failed: $(grep -m1 'dmabuf_uring\|err=' "$TMPD/fifo-read.out")"
+fi
+exec 3>&-
+# a block device is not a results file: appending would write on the disk
+if dev=$(loop_dev 16M); then
+	run_refused stats-file-blockdev "gpu_stats_file=$dev: cannot append to it: not a file" \
+		"${base[@]}" --gpu=host --transfer=bounce --gpu_stats_file="$dev"
+fi
+# a record that cannot be written at the end is a lost result: non-zero exit
+rc=0
+dbr_fio "${base[@]}" --gpu=host --transfer=bounce --gpu_stats_file=/dev/full \
+	>"$TMPD/stats-full.out" 2>&1 || rc=$?
+if [ $rc -ne 0 ] && grep -q "^dmabuf_uring: gpu_stats_file=/dev/full: writing thread 0's record failed: No space left on device; the record is lost" "$TMPD/stats-full.out"; then
+	pass "stats-file-full: exit $rc, $(grep -m1 '^dmabuf_uring: ' "$TMPD/stats-full.out" | cut -c1-120)"
+else
+	fail "stats-file-full: exit $rc, $(grep -m1 '^dmabuf_uring' "$TMPD/stats-full.out")"
+fi
 [ ! -e "$TMPD/no-such-dir" ] && ! grep -q "per GPU:" "$TMPD/stats-file-no-dir.out" &&
 	pass "stats-file-no-dir: nothing created, no per-GPU line" ||
 	fail "stats-file-no-dir: something was created or a per-GPU line printed"

@@ -30,6 +30,35 @@ static struct dbr_result result_on(int dev, unsigned int thread)
 	return r;
 }
 
+/* a long job name stays valid UTF-8: cut only at a character's end */
+static void test_job_name(void)
+{
+	struct dbr_result r = result_on(0, 0);
+	char name[400], buf[4096];
+	size_t i, n;
+	int len;
+
+	/* 100 bytes of two-byte characters: fio keeps 128, so must we */
+	for (i = 0; i < 50; i++)
+		memcpy(name + 2 * i, "\xc3\xa9", 2);
+	name[100] = '\0';
+	dbr_result_set_job(&r, name);
+	CHECK(!strcmp(r.job, name), "a 100-byte name is kept whole");
+	len = dbr_result_json(&r, "1-2", buf, sizeof(buf));
+	CHECK(len > 0 && strstr(buf, name), "and written whole");
+	/* 1 + 3-byte characters past the buffer: cut before a partial one */
+	name[0] = 'x';
+	for (i = 0; i < 130; i++)
+		memcpy(name + 1 + 3 * i, "\xe2\x82\xac", 3);
+	name[1 + 3 * 130] = '\0';
+	dbr_result_set_job(&r, name);
+	n = strlen(r.job);
+	CHECK(n < sizeof(r.job) && n > 200 && (n - 1) % 3 == 0 &&
+	      !strncmp(r.job, name, n), "a 391-byte name is cut at a character's end (%zu bytes)", n);
+	dbr_result_set_job(&r, NULL);
+	CHECK(!r.job[0], "no name: empty");
+}
+
 static void test_json(void)
 {
 	struct dbr_result r = result_on(1, 3);
@@ -230,6 +259,7 @@ static void test_append(void)
 
 int main(void)
 {
+	test_job_name();
 	test_json();
 	CHECK(dbr_tally_map() == 0, "the shared table maps");
 	test_tally_processes();

@@ -15,24 +15,31 @@
 #include "peers.h"
 #include "results.h"
 
-/*
- * fio's output (log_info) is for people alone when it is the normal format
- * on stdout. json, json+ and terse must parse, and a --output=FILE gets what
- * a job process logs only from fio 3.42 on (older fio loses it with the
- * process). Under fio --server, log_info carries the line to the client.
- */
-static bool dbr_info_to_stderr(void)
+/* fio's main process, where it loaded the engine */
+static pid_t dbr_main_pid;
+
+__attribute__((constructor)) static void dbr_note_main(void)
 {
-	if (is_backend)
-		return false;
-	return (output_format & ~FIO_OUTPUT_NORMAL) || f_out != stdout;
+	dbr_main_pid = getpid();
+}
+
+/* one write: the lines of several job threads never interleave */
+static void dbr_write_line(int fd, const char *line)
+{
+	ssize_t ret = write(fd, line, strlen(line));
+
+	(void)ret;
 }
 
 /*
- * What the engine has to say (which path runs, reissue counts) goes with
- * fio's normal output on stdout. Else it goes straight to stderr, in one
- * write, so json, json+ and terse output, on stdout or in a file, is fio's
- * alone; normal output into a file gets the line as well.
+ * What the engine has to say (which path runs, reissue counts) is fio's
+ * normal output, as fio's own log lines are: on stdout, in --output=FILE,
+ * or under fio --server sent to the client, which prints it where it prints
+ * fio's output. json, json+ and terse must parse whole, there and at the
+ * client (a server runs with the client's --output-format): then the line
+ * goes straight to stderr (the server's, under fio --server). A job process
+ * writes into --output=FILE unbuffered: fio before 3.42 loses what a job
+ * process leaves in its copy of the FILE buffer, as the process _exits.
  */
 void dbr_info(const char *fmt, ...)
 {
@@ -45,13 +52,13 @@ void dbr_info(const char *fmt, ...)
 	vsnprintf(line + len, sizeof(line) - len - 1, fmt, ap);
 	va_end(ap);
 	strcat(line, "\n");
-	if (dbr_info_to_stderr()) {
-		/* one write: the lines of several job threads never interleave */
-		ssize_t ret = write(STDERR_FILENO, line, strlen(line));
-
-		(void)ret;
-		if (output_format != FIO_OUTPUT_NORMAL)
-			return;
+	if (output_format & ~FIO_OUTPUT_NORMAL) {
+		dbr_write_line(STDERR_FILENO, line);
+		return;
+	}
+	if (!is_backend && f_out && f_out != stdout && getpid() != dbr_main_pid) {
+		dbr_write_line(fileno(f_out), line);
+		return;
 	}
 	log_info("%s", line);
 }

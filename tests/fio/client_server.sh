@@ -45,6 +45,25 @@ grep -q "dmabuf_uring: cs: transfer=auto -> bounce" "$TMPD/client.out" &&
 	pass "the engine's path line reaches the client" ||
 	fail "the engine's path line reaches the client"
 
+# machine-readable output at the client parses whole: the server runs with
+# the client's --output-format, and keeps the engine's lines off the wire
+jparse() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["client_stats"]) >= 2, d.keys()' "$1"
+}
+for fmt in json json+; do
+	for dest in stdout file; do
+		res=$TMPD/client-$fmt-$dest.out args=(--output-format=$fmt)
+		[ $dest = file ] && res=$TMPD/client-$fmt.res && args+=(--output="$res")
+		if "$FIO" --client=ip:127.0.0.1,$port "${args[@]}" "$TMPD/job.fio" \
+			>"$TMPD/client-$fmt-$dest.out" 2>"$TMPD/client-$fmt-$dest.err" &&
+			! grep -q "^[^{ ]*dmabuf_uring: " "$res" && jparse "$res" 2>"$TMPD/client-$fmt-$dest.py"; then
+			pass "fio --client --output-format=$fmt ($dest): the document parses, no line of ours in it"
+		else
+			fail "fio --client --output-format=$fmt ($dest): $(grep -m2 "dmabuf_uring: " "$res") $(tail -1 "$TMPD/client-$fmt-$dest.py" 2>/dev/null)"
+		fi
+	done
+done
+
 # a refusal on the server side fails the client run too
 sed -i 's/^transfer=auto/transfer=p2p/' "$TMPD/job.fio"
 if "$FIO" --client=ip:127.0.0.1,$port "$TMPD/job.fio" >"$TMPD/client-bad.out" 2>&1; then

@@ -90,6 +90,8 @@ struct dbr_data {
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
 	unsigned int prepped;	/* force_async: requests since the last async one */
+	unsigned long copy_errors_said;	/* the pipeline's copy_errors, as seen */
+	bool copy_burst;	/* copies failing: said once until they work */
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 	int stats_fd;		/* gpu_stats_file, or -1 */
 	const char *stats_path;	/* its name (the option's or the environment's) */
@@ -128,6 +130,9 @@ static inline bool dbr_first_thread(struct thread_data *td)
 
 /* One line of ours, where fio's output format lets it go (report.c). */
 void dbr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* After a reap of n: a burst of failed GPU copies said once, when it starts. */
+void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd, int n);
 
 /* What the thread's copies and the ring did, in one line (when any). */
 void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);

@@ -905,6 +905,8 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 	ret = dbr_pipe_getevents(&dd->pipe, dd->events, min, max);
 	if (ret < 0)
 		td_verror(td, -ret, "getevents");
+	if (dd->pipe.copies)
+		dbr_say_copy_errors(td, dd, ret);
 	return ret;
 }
 

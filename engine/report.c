@@ -63,6 +63,30 @@ void dbr_info(const char *fmt, ...)
 	log_info("%s", line);
 }
 
+/*
+ * fio names a failed I/O's file and offset, as if the drive failed it: when
+ * GPU copies start failing, say once (until I/O completes without a copy
+ * failure again) that it was the copy, and the runtime's own words.
+ */
+void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
+			 int reaped)
+{
+	unsigned long errs = dd->pipe.st.copy_errors;
+
+	if (errs == dd->copy_errors_said) {
+		if (reaped > 0)
+			dd->copy_burst = false;
+		return;
+	}
+	dd->copy_errors_said = errs;
+	if (dd->copy_burst)
+		return;
+	dd->copy_burst = true;
+	log_err("%s: %s thread %d: a GPU copy failed, gpu=%s dev=%d: %s; the I/O it carried fails with EIO, so fio's io_u error that follows is the GPU copy's, not the drive's (check the GPU: dmesg, nvidia-smi or rocm-smi)\n",
+		DBR_NAME, td->o.name, td->subjob_number, dd->buf.prov->name,
+		dd->buf.dev_id, dd->buf.why[0] ? dd->buf.why : "no detail from the runtime");
+}
+
 /* the copy stream's counters, live or as iomem_free left them */
 static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
 {

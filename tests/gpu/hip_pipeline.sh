@@ -161,12 +161,17 @@ for at in 2 3 7 40; do
 	else
 		pass "copy $at fails: that I/O fails, no buffer reused under a pending copy, nothing left behind"
 	fi
+	# one failure, one line: the runtime's call and error, not just fio's EIO
+	n=$(grep -c "^dmabuf_uring: x thread 0: a GPU copy failed, gpu=hip dev=0: hipMemcpy[A-Za-z]*Async: hipErrorUnknown; .*not the drive's" "$out")
+	[ "$n" -eq 1 ] && pass "copy $at fails: said once, naming the runtime call and its error" ||
+		fail "copy $at fails: $n lines naming the GPU copy's failure, want one"
 done
 # without continue_on_error the job stops, naming the failed I/O
 out=$TMPD/fail-stop.out
 if HIPDOUBLE_DELAY_US=500 HIPDOUBLE_FAIL_COPY_AT=9 dbr_fio "${fail_job[@]}" >"$out" 2>&1; then
 	fail "a failed copy went unnoticed (fio exited 0)"
-elif grep -q "io_u error.*Input/output error" "$out" && ! grep -q "changed while" "$out"; then
+elif grep -q "io_u error.*Input/output error" "$out" && ! grep -q "changed while" "$out" &&
+	grep -B3 "io_u error" "$out" | grep -q "a GPU copy failed.*hipErrorUnknown"; then
 	pass "a failed copy stops the job: $(grep -m1 'io_u error' "$out" | cut -c1-110)"
 else
 	fail "failed copy: $(tail -5 "$out")"

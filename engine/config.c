@@ -237,20 +237,23 @@ int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count)
 }
 
 /*
- * gpu_spin_us=N: microseconds a wait for GPU copies spins before it sleeps,
+ * gpu_spin_us=N (name: the option's or the environment variable's name):
+ * microseconds a wait for GPU copies spins before it sleeps,
  * -1 to spin until they are done; *ns gets it in nanoseconds (-1 stays -1).
  * At most a second: a longer spin is a mistake for -1.
  */
-int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len)
+int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
+		      size_t len)
 {
+	bool env = strcmp(name, "gpu_spin_us") != 0;
 	char *end;
 	long v;
 
 	errno = 0;
 	v = s ? strtol(s, &end, 10) : 0;
 	if (!s || end == s || *end || errno || v < -1 || v > 1000000) {
-		snprintf(msg, len, "gpu_spin_us=%s: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done",
-			 s ? s : "");
+		snprintf(msg, len, "%s=%s: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done%s",
+			 name, s ? s : "", env ? "; fix it, or unset it" : "");
 		return -EINVAL;
 	}
 	*ns = v < 0 ? -1 : v * 1000L;

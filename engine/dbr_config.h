@@ -102,7 +102,8 @@ unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
 int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);
-int dbr_parse_spin_us(const char *s, long *ns, char *msg, size_t len);
+int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
+		      size_t len);
 /*
  * stall_watchdog=N: seconds (0: off, at most a day); unset (NULL): 30 for
  * p2p, off for bounce, whose waits it would otherwise time. *secs gets it;

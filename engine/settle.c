@@ -348,12 +348,22 @@ int dbr_open_stats(struct thread_data *td, struct dbr_data *dd)
 int dbr_pick_spin(struct thread_data *td, long *spin_ns)
 {
 	struct dbr_options *o = td->eo;
+	const char *name = "gpu_spin_us", *val = o->spin_us;
 	char msg[256];
 	int ret;
 
 	*spin_ns = gpu_spin_ns();
-	if (!o->spin_us)
-		return 0;
-	ret = dbr_parse_spin_us(o->spin_us, spin_ns, msg, sizeof(msg));
+	/* the environment's value is checked as the option's is */
+	if (!val) {
+		name = "DBR_GPU_SPIN_US";
+		val = getenv(name);
+		if (!val || !*val) {
+			name = "DBR_CUDA_SPIN_US";
+			val = getenv(name);
+		}
+		if (!val || !*val)
+			return 0;
+	}
+	ret = dbr_parse_spin_us(name, val, spin_ns, msg, sizeof(msg));
 	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
 }

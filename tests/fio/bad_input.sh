@@ -95,6 +95,11 @@ run_refused spin-us-word "gpu_spin_us=long: expected microseconds from 0 to 1000
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_spin_us=long
 run_refused spin-us-negative "gpu_spin_us=-5: expected microseconds" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_spin_us=-5
+# ... and the environment's value is checked alike, not read as 0
+DBR_GPU_SPIN_US=abc run_refused spin-us-env-word "DBR_GPU_SPIN_US=abc: expected microseconds from 0 to 1000000, or -1.*; fix it, or unset it" \
+	"${base[@]}" --gpu=host --transfer=bounce
+DBR_GPU_SPIN_US=5000000 run_refused spin-us-env-too-long "DBR_GPU_SPIN_US=5000000: expected microseconds from 0 to 1000000" \
+	"${base[@]}" --gpu=host --transfer=bounce
 
 # gpu_stats_file (or DBR_GPU_STATS_FILE) that cannot be appended to: named at
 # start, with the fix, before the job runs (root writes anywhere, so a path

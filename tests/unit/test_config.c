@@ -357,21 +357,21 @@ static void test_spin_us(void)
 	char msg[256];
 	long ns = 7;
 
-	CHECK(dbr_parse_spin_us("0", &ns, msg, sizeof(msg)) == 0 && ns == 0,
+	CHECK(dbr_parse_spin_us("gpu_spin_us", "0", &ns, msg, sizeof(msg)) == 0 && ns == 0,
 	      "gpu_spin_us=0: sleep at once");
-	CHECK(dbr_parse_spin_us("50", &ns, msg, sizeof(msg)) == 0 && ns == 50000,
+	CHECK(dbr_parse_spin_us("gpu_spin_us", "50", &ns, msg, sizeof(msg)) == 0 && ns == 50000,
 	      "gpu_spin_us=50: 50000 ns");
-	CHECK(dbr_parse_spin_us("-1", &ns, msg, sizeof(msg)) == 0 && ns == -1,
+	CHECK(dbr_parse_spin_us("gpu_spin_us", "-1", &ns, msg, sizeof(msg)) == 0 && ns == -1,
 	      "gpu_spin_us=-1: spin until done");
 	ns = 7;
-	CHECK(dbr_parse_spin_us("-2", &ns, msg, sizeof(msg)) == -EINVAL &&
+	CHECK(dbr_parse_spin_us("gpu_spin_us", "-2", &ns, msg, sizeof(msg)) == -EINVAL &&
 	      ns == 7 && strstr(msg, "gpu_spin_us=-2: expected"),
 	      "gpu_spin_us=-2 refused: %s", msg);
-	CHECK(dbr_parse_spin_us("20us", &ns, msg, sizeof(msg)) == -EINVAL,
+	CHECK(dbr_parse_spin_us("gpu_spin_us", "20us", &ns, msg, sizeof(msg)) == -EINVAL,
 	      "gpu_spin_us=20us refused");
-	CHECK(dbr_parse_spin_us("", &ns, msg, sizeof(msg)) == -EINVAL,
+	CHECK(dbr_parse_spin_us("gpu_spin_us", "", &ns, msg, sizeof(msg)) == -EINVAL,
 	      "gpu_spin_us= refused");
-	CHECK(dbr_parse_spin_us("2000000", &ns, msg, sizeof(msg)) == -EINVAL,
+	CHECK(dbr_parse_spin_us("gpu_spin_us", "2000000", &ns, msg, sizeof(msg)) == -EINVAL,
 	      "gpu_spin_us=2000000 (2 s) refused");
 }
 

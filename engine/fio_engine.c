@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include "dbr_fio.h"
 #include "dbr_uapi.h"
@@ -379,6 +380,15 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 	if (!o->registerfiles)
 		return 0;
 	ret = dbr_ring_register_file_table(&dd->ring, dd->nr_slots);
+	if (ret == -EMFILE) {
+		struct rlimit rl = { 0 };
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		snprintf(msg, sizeof(msg), "registerfiles: a fixed-file table of %u slots (one per file, nrfiles=%u) is over the open-file limit (ulimit -n: %llu); raise ulimit -n, lower nrfiles, or drop registerfiles",
+			 dd->nr_slots, td->o.nr_files,
+			 (unsigned long long)rl.rlim_cur);
+		return dbr_fail(td, EMFILE, "register files", msg);
+	}
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "registerfiles: %s; drop registerfiles",
 			 strerror(-ret));
@@ -452,6 +462,25 @@ static int dbr_export(struct thread_data *td, struct dbr_data *dd)
 	return dbr_fail(td, -ret, "dma-buf export", msg);
 }
 
+/*
+ * Why the buffer area does not fit the buffer table, and the fix: most
+ * often fio's mem_align padding, which is then what to lower.
+ */
+static void dbr_area_msg(struct thread_data *td, size_t total, unsigned int nr,
+			 unsigned int room, char *msg, size_t len)
+{
+	size_t area = (size_t)td->o.iodepth * td_max_bs(td);
+	size_t align = td->o.mem_align;
+
+	if (align && total - area >= align)
+		snprintf(msg, len, "mem_align=%zu (%zu MiB): fio pads the thread's buffer area (iodepth x max bs = %zu KiB) by the alignment, to %zu MiB, which needs %u registered pieces where the table has room for %u; lower mem_align (the buffer is page aligned without it)",
+			 align, align >> 20, area >> 10,
+			 gpu_buf_round(total) >> 20, nr, room);
+	else
+		snprintf(msg, len, "the %zu MiB buffer area (iodepth x max bs = %zu MiB) needs %u registered pieces, the table has room for %u; lower iodepth or bs, or split the work over numjobs",
+			 gpu_buf_round(total) >> 20, area >> 20, nr, room);
+}
+
 static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 {
 	struct dbr_data *dd = td->io_ops_data;
@@ -464,9 +493,8 @@ static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 			     td_max_bs(td), dd->p2p ? gpu_buf_round(total_mem) :
 			     DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN);
 	if (ret || dd->split.nr > dd->pieces) {
-		snprintf(msg, sizeof(msg), "the %zu MiB buffer area needs %u registered pieces, the table has room for %u",
-			 gpu_buf_round(total_mem) >> 20, dd->split.nr,
-			 dd->pieces);
+		dbr_area_msg(td, total_mem, dd->split.nr, dd->pieces, msg,
+			     sizeof(msg));
 		return dbr_fail(td, E2BIG, "iomem_alloc", msg);
 	}
 	ret = gpu_buf_alloc(&dd->buf, total_mem, dd->nr_ios);

@@ -90,6 +90,15 @@ run_refused dev-id-trailing "gpu_dev_ids=0:: trailing ':'; drop it" \
 run_refused dev-id-too-many "more than 64 entries; list at most 64" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids="$(printf '0:%.0s' {1..64})0"
 
+# fio pads the buffer area by mem_align: that is what to lower
+run_refused mem-align "mem_align=1073741824 \(1024 MiB\): fio pads the thread's buffer area \(iodepth x max bs = 16 KiB\).*lower mem_align" \
+	"${base[@]}" --gpu=host --transfer=bounce --mem_align=1g
+# registerfiles: a table of nrfiles slots over ulimit -n says so
+(ulimit -n 64 && run_refused registerfiles-ulimit "registerfiles: a fixed-file table of 100 slots \(one per file, nrfiles=100\) is over the open-file limit \(ulimit -n: 64\); raise ulimit -n, lower nrfiles" \
+	--name=bad --directory="$TMPD" --nrfiles=100 --openfiles=8 --filesize=16k --bs=4k \
+	--rw=randread --gpu=host --transfer=bounce --registerfiles && finish >/dev/null) &&
+	pass "registerfiles-ulimit" || fail "registerfiles-ulimit"
+
 # gpu_spin_us: microseconds or -1, nothing else
 run_refused spin-us-word "gpu_spin_us=long: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_spin_us=long

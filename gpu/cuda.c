@@ -191,13 +191,24 @@ static int cu_api_get(char *why, size_t len)
 	return cu_load_err;
 }
 
+/* CUDA_ERROR_STUB_LIBRARY, which headers before CUDA 11.1 lack */
+#define CU_STUB_LIBRARY	34
+
+/*
+ * The error's name, from the driver where it knows it, else its number
+ * (the toolkit's stub library knows none: it answers everything with 34).
+ */
 static const char *cu_name(CUresult r)
 {
+	static __thread char num[48];
 	const char *s = NULL;
 
-	if (cu.GetErrorName(r, &s) != CUDA_SUCCESS || !s)
-		return "unknown CUDA error";
-	return s;
+	if ((int)r == CU_STUB_LIBRARY)
+		return "CUDA_ERROR_STUB_LIBRARY (34)";
+	if (cu.GetErrorName(r, &s) == CUDA_SUCCESS && s)
+		return s;
+	snprintf(num, sizeof(num), "CUDA error %d", (int)r);
+	return num;
 }
 
 static int cu_errno(CUresult r)
@@ -257,6 +268,11 @@ static int cuda_probe(char *why, size_t len)
 		snprintf(why, len, "cuInit: %s (no NVIDIA GPU visible: check nvidia-smi and CUDA_VISIBLE_DEVICES)",
 			 cu_name(r));
 		return -ENODEV;
+	}
+	if ((int)r == CU_STUB_LIBRARY) {
+		snprintf(why, len, "cuInit: %s: the libcuda.so.1 loaded is the CUDA toolkit's stub, not the driver's (check LD_LIBRARY_PATH for .../lib64/stubs, and ldconfig -p | grep libcuda)",
+			 cu_name(r));
+		return -ENXIO;
 	}
 	if (r != CUDA_SUCCESS) {
 		snprintf(why, len, "cuInit: %s (check the driver with nvidia-smi)",

@@ -33,6 +33,21 @@ if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
 	exit
 fi
 
+# the CUDA toolkit's stub library where the driver's should be: cuInit
+# answers 34, whose name the stub does not know; say it, and where to look
+stub=
+for d in /usr/local/cuda/lib64/stubs /usr/local/cuda/targets/*/lib/stubs; do
+	[ -f "$d/libcuda.so" ] && stub=$d/libcuda.so && break
+done
+if [ -n "$stub" ] && grep -q '^#define DBR_HAVE_CUDA 1' "$BUILDDIR/config.h"; then
+	mkdir -p "$TMPD/stub"
+	ln -sf "$stub" "$TMPD/stub/libcuda.so.1"
+	LD_LIBRARY_PATH=$TMPD/stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} run_refused cuda-stub-library \
+		"gpu=cuda: cuInit: CUDA_ERROR_STUB_LIBRARY \(34\): the libcuda.so.1 loaded is the CUDA toolkit's stub, not the driver's.*use gpu=host" \
+		"${job[@]}" --gpu=cuda --transfer=bounce
+else
+	log "SKIP cuda-stub-library: no CUDA toolkit stub library here, or built without CUDA"
+fi
 run_refused cuda-no-driver "gpu=cuda: libcuda\.so\.1 not found: install the NVIDIA driver.*use gpu=host" \
 	"${job[@]}" --gpu=cuda --transfer=bounce
 [ "$(grep -c '^dmabuf_uring: ' "$TMPD/cuda-no-driver.out")" -eq 1 ] &&

@@ -374,7 +374,10 @@ int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len)
 			   strerror(-pf->probe));
 	if (!pf->direct)
 		add_reason(why, len, "direct=0 (dma-bufs are registered only for O_DIRECT block devices)");
-	if (pf->bad_file)
+	if (pf->bad_file && pf->bad_created)
+		add_reason(why, len, "%s did not exist, so fio created a %llu KiB regular file by that name (check the name, e.g. ls /dev/nvme*n*, and delete that file)",
+			   pf->bad_file, (unsigned long long)(pf->bad_size >> 10));
+	else if (pf->bad_file)
 		add_reason(why, len, "%s is %s (only nvme-pci namespaces such as /dev/nvme0n1 take dma-bufs)",
 			   pf->bad_file, pf->bad_kind);
 	if (pf->iommu_err)

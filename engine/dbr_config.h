@@ -131,6 +131,8 @@ struct dbr_p2p_facts {
 	int iommu_err;		/* dbr_iommu_verdict of the first file it
 				 * refuses (-EOPNOTSUPP, -ENODEV), or 0 */
 	const char *iommu_why;	/* its reason */
+	bool bad_created;	/* it did not exist: fio laid it out as a file */
+	uint64_t bad_size;	/* then its size */
 };
 
 /*

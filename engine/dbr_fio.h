@@ -165,6 +165,12 @@ void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd);
 /* p2p bs over a target's max_sectors_kb: one line per job and target */
 void dbr_say_splits(struct thread_data *td);
+/*
+ * fio sizes a thread's files (get_file_size) before it lays out the ones
+ * missing: a file it created carries this mark in its engine_data.
+ */
+extern const char dbr_created_mark;
+
 /* files the thread may open: a fixed-file slot each, for p2p a buffer slot */
 unsigned int dbr_nr_files(struct thread_data *td);
 

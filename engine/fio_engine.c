@@ -783,6 +783,19 @@ static int dbr_open_file(struct thread_data *td, struct fio_file *f)
 	return 1;
 }
 
+const char dbr_created_mark;
+
+/* A file missing now is one fio creates before init: mark it, for the
+ * message that blames the name. */
+static int dbr_get_file_size(struct thread_data *td, struct fio_file *f)
+{
+	int ret = generic_get_file_size(td, f);
+
+	if (ret && td->error == ENOENT && f->filetype == FIO_TYPE_FILE)
+		FILE_SET_ENG_DATA(f, (void *)&dbr_created_mark);
+	return ret;
+}
+
 static int dbr_close_file(struct thread_data *td, struct fio_file *f)
 {
 	struct dbr_data *dd = td->io_ops_data;
@@ -1016,7 +1029,7 @@ __attribute__((visibility("default"))) struct ioengine_ops ioengine = {
 	.iomem_free		= dbr_iomem_free,
 	.open_file		= dbr_open_file,
 	.close_file		= dbr_close_file,
-	.get_file_size		= generic_get_file_size,
+	.get_file_size		= dbr_get_file_size,
 	.queue			= dbr_queue,
 	.commit			= dbr_commit,
 	.getevents		= dbr_getevents,

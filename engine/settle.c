@@ -194,6 +194,8 @@ static void dbr_p2p_facts(struct thread_data *td, struct dbr_p2p_facts *pf,
 	pf->bad_kind = f ? dbr_target_kind(t) : NULL;
 	pf->iommu_err = dbr_iommu_blocker(td, iommu_why, len);
 	pf->iommu_why = iommu_why;
+	pf->bad_created = f && FILE_ENG_DATA(f) == &dbr_created_mark;
+	pf->bad_size = f ? f->real_file_size : 0;
 }
 
 /* Settle transfer=auto (and say which, once per job); refuse p2p that

@@ -27,6 +27,18 @@ fi
 grep -q "err=95" "$TMPD/p2p-regular-file.out" && pass "p2p refusal carries ENOTSUP (95)" ||
 	fail "p2p refusal carries ENOTSUP (95)"
 
+# a mistyped device name: fio lays a file out under it before the engine
+# starts; the refusal says the name did not exist, not "not a block device"
+for mode in thread process; do
+	extra=()
+	[ $mode = thread ] && extra=(--thread)
+	run_refused p2p-missing-target-$mode "$TMPD/nvme9n9-$mode did not exist, so fio created a 4096 KiB regular file by that name \(check the name" \
+		--name=bad --filename="$TMPD/nvme9n9-$mode" --size=4m --bs=4k --rw=read --gpu=host \
+		--transfer=p2p --direct=1 "${extra[@]}"
+	grep -q "nvme9n9-$mode is not a block device" "$TMPD/p2p-missing-target-$mode.out" &&
+		fail "p2p-missing-target-$mode: still called 'not a block device'"
+done
+
 if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 16M); then
 	run_refused p2p-loop-device "$(basename "$dev") is a block device that is not an NVMe namespace" \
 		--name=bad --filename="$dev" --size=4m --bs=4k --rw=read --gpu=host \

@@ -340,6 +340,16 @@ static void test_transfer(void)
 	      strstr(why, "; and direct=0") &&
 	      strstr(why, "; and /dev/loop3 is a loop device"),
 	      "auto without the series -> bounce, every reason, kernel first: %s", why);
+	/* a mistyped device name that fio laid out as a file: say so */
+	all.bad_file = "/dev/nvme9n9";
+	all.bad_created = true;
+	all.bad_size = 4 << 20;
+	x = DBR_XFER_P2P;
+	dbr_settle_transfer(&all, &x, why, sizeof(why));
+	CHECK(strstr(why, "/dev/nvme9n9 did not exist, so fio created a 4096 KiB regular file by that name (check the name") &&
+	      !strstr(why, "not a block device"), "a file fio created is named as such: %s", why);
+	all.bad_file = "/dev/loop3";
+	all.bad_created = false;
 	all.probe = 0;
 	x = DBR_XFER_P2P;
 	ret = dbr_settle_transfer(&all, &x, why, sizeof(why));

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "fio.h"
+#include "engines/cmdprio.h"
 
 #include "dbr_config.h"
 #include "iommu.h"
@@ -56,6 +57,7 @@ struct dbr_options {
 	char *watchdog;
 	char *stats_file;
 	char *spin_us;
+	struct cmdprio_options cmdprio_options;	/* fio's cmdprio* options */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -90,6 +92,7 @@ struct dbr_data {
 	struct io_u **queued;	/* since the last commit, for issue times */
 	unsigned int nr_queued;
 	unsigned int prepped;	/* force_async: requests since the last async one */
+	struct cmdprio cmdprio;	/* cmdprio_percentage/_bssplit, as fio's io_uring */
 	unsigned long copy_errors_said;	/* the pipeline's copy_errors, as seen */
 	bool copy_burst;	/* copies failing: said once until they work */
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */

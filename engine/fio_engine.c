@@ -177,6 +177,63 @@ static struct fio_option options[] = {
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
 	},
+#ifdef FIO_HAVE_IOPRIO_CLASS
+	/* fio's io_uring engine's cmdprio options, with fio's own helpers */
+	{
+		.name	= "cmdprio_percentage",
+		.lname	= "high priority percentage",
+		.type	= FIO_OPT_INT,
+		.off1	= offsetof(struct dbr_options,
+				   cmdprio_options.percentage[DDIR_READ]),
+		.off2	= offsetof(struct dbr_options,
+				   cmdprio_options.percentage[DDIR_WRITE]),
+		.minval	= 0,
+		.maxval	= 100,
+		.help	= "Send high priority I/O this percentage of the time",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "cmdprio_class",
+		.lname	= "Asynchronous I/O priority class",
+		.type	= FIO_OPT_INT,
+		.off1	= offsetof(struct dbr_options,
+				   cmdprio_options.class[DDIR_READ]),
+		.off2	= offsetof(struct dbr_options,
+				   cmdprio_options.class[DDIR_WRITE]),
+		.help	= "Set asynchronous IO priority class",
+		.minval	= IOPRIO_MIN_PRIO_CLASS + 1,
+		.maxval	= IOPRIO_MAX_PRIO_CLASS,
+		.interval = 1,
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "cmdprio",
+		.lname	= "Asynchronous I/O priority level",
+		.type	= FIO_OPT_INT,
+		.off1	= offsetof(struct dbr_options,
+				   cmdprio_options.level[DDIR_READ]),
+		.off2	= offsetof(struct dbr_options,
+				   cmdprio_options.level[DDIR_WRITE]),
+		.help	= "Set asynchronous IO priority level",
+		.minval	= IOPRIO_MIN_PRIO,
+		.maxval	= IOPRIO_MAX_PRIO,
+		.interval = 1,
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
+		.name	= "cmdprio_bssplit",
+		.lname	= "Priority percentage block size split",
+		.type	= FIO_OPT_STR_STORE,
+		.off1	= offsetof(struct dbr_options,
+				   cmdprio_options.bssplit_str),
+		.help	= "Set priority percentages for different block sizes",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+#endif
 	{
 		.name	= "force_async",
 		.lname	= "Force async",
@@ -421,6 +478,11 @@ static int dbr_init(struct thread_data *td)
 	dbr_tally_join(dbr_run_of(td), dbr_run_threads());
 	if (dbr_open_stats(td, dd) || dbr_pick_spin(td, &spin_ns))
 		goto err;
+	/* fio's helper says what is wrong with a cmdprio option itself */
+	if (fio_cmdprio_init(td, &dd->cmdprio, &o->cmdprio_options)) {
+		td_verror(td, EINVAL, "cmdprio");
+		goto err;
+	}
 	/* option mistakes first, then what the machine cannot do */
 	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer, &dd->maps_per_dev))
 		goto err;
@@ -855,6 +917,13 @@ static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
 	req->buf_index = dd->p2p ? f->fileno * dd->pieces + k : k;
 	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf) -
 		    (dd->p2p ? (uint64_t)k * dd->split.span : 0);
+	/* as fio's io_uring engine: fio's prio/prioclass, or cmdprio's pick */
+	req->ioprio = 0;
+	if (ddir_rw(io_u->ddir)) {
+		if (dd->cmdprio.mode != CMDPRIO_MODE_NONE)
+			fio_cmdprio_set_ioprio(td, &dd->cmdprio, io_u);
+		req->ioprio = io_u->ioprio;
+	}
 	/* as fio's io_uring engine counts it: every Nth request prepared */
 	req->force_async = false;
 	if (o->force_async && ++dd->prepped == o->force_async) {
@@ -984,6 +1053,7 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 	if (dd->pipe_ready)
 		dbr_pipe_exit(&dd->pipe);
 	dbr_ring_exit(&dd->ring);
+	fio_cmdprio_cleanup(&dd->cmdprio);
 }
 
 /* dd NULL: init never ran (or got no memory), the thread counts all the same */

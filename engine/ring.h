@@ -45,6 +45,7 @@ struct dbr_req {
 	uint64_t addr;
 	uint64_t off;
 	unsigned int sync_flags;	/* DBR_OP_SYNC_FILE_RANGE's flags */
+	uint16_t ioprio;	/* reads and writes: the SQE's I/O priority */
 	int res;		/* CQE result once reaped */
 	unsigned int reissues;	/* -EAGAIN reissues of this request */
 	struct dbr_req *next;	/* on the ring's stash while quiescing */
@@ -130,6 +131,7 @@ static inline void dbr_prep_sqe(struct io_uring_sqe *sqe,
 					      (int)req->sync_flags);
 		break;
 	}
+	sqe->ioprio = req->ioprio;
 	io_uring_sqe_set_flags(sqe, (req->fixed_file ? IOSQE_FIXED_FILE : 0) |
 				    (req->force_async ? IOSQE_ASYNC : 0));
 	io_uring_sqe_set_data(sqe, (void *)req);

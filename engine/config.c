@@ -25,8 +25,12 @@ const char *dbr_transfer_name(enum dbr_transfer t)
  */
 int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 {
-	if (j->hipri) {
-		snprintf(msg, len, "hipri (IOPOLL) is not supported: the io_uring dma-buf series refuses polled rings and fixed buffers gain nothing from it; drop hipri");
+	if (j->hipri && j->transfer == DBR_XFER_P2P) {
+		snprintf(msg, len, "hipri (IOPOLL) with transfer=p2p is not supported: the io_uring dma-buf series refuses polled rings; use transfer=bounce for a polled ring, or drop hipri");
+		return -EINVAL;
+	}
+	if (j->hipri && !j->direct) {
+		snprintf(msg, len, "hipri needs direct=1: the kernel polls only for O_DIRECT I/O (buffered I/O on a polled ring fails each request); set direct=1, or drop hipri");
 		return -EINVAL;
 	}
 	if (j->does_trim) {

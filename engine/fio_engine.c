@@ -173,7 +173,7 @@ static struct fio_option options[] = {
 		.lname	= "High Priority",
 		.type	= FIO_OPT_STR_SET,
 		.off1	= offsetof(struct dbr_options, hipri),
-		.help	= "Polled completions: refused, the dma-buf series does not support IOPOLL",
+		.help	= "Use polled IO completions (IORING_SETUP_IOPOLL; transfer=bounce only: the dma-buf series refuses polled rings)",
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
 	},
@@ -411,6 +411,7 @@ static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
 		.sqpoll_cpu	= o->sqpoll_cpu_set ? (int)o->sqpoll_cpu : -1,
 		/* fio submits and reaps from the job's own thread */
 		.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
+		.iopoll		= o->hipri,
 	};
 	char msg[256];
 	int ret;

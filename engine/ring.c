@@ -34,6 +34,8 @@ static int ring_try_init(struct dbr_ring *r, const struct dbr_ring_params *p,
 	up.flags = flags | IORING_SETUP_CQSIZE;
 	/* room for every request plus reissues without CQ overflow */
 	up.cq_entries = 2 * p->entries;
+	if (p->iopoll)
+		up.flags |= IORING_SETUP_IOPOLL;
 	if (p->sqpoll) {
 		up.flags |= IORING_SETUP_SQPOLL;
 		if (p->sqpoll_cpu >= 0) {
@@ -387,13 +389,16 @@ static unsigned int pop_stash(struct dbr_ring *r, struct dbr_req **done,
  * the kernel posts completions only when asked, so ask first when the CQ
  * looks empty.
  */
+/* rings whose completions show only after an enter: deferred task work, polling */
+#define DBR_ENTER_TO_REAP	(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)
+
 static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 			      unsigned int max)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int n = 0, head, seen = 0;
 
-	if ((r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && r->inflight &&
+	if ((r->setup_flags & DBR_ENTER_TO_REAP) && r->inflight &&
 	    !io_uring_cq_ready(&r->ring))
 		io_uring_get_events(&r->ring);
 
@@ -433,7 +438,7 @@ unsigned int dbr_ring_ready(struct dbr_ring *r)
 {
 	if (r->stash)
 		return 1;
-	if ((r->setup_flags & IORING_SETUP_DEFER_TASKRUN) && r->inflight &&
+	if ((r->setup_flags & DBR_ENTER_TO_REAP) && r->inflight &&
 	    !io_uring_cq_ready(&r->ring))
 		io_uring_get_events(&r->ring);
 	return io_uring_cq_ready(&r->ring);
@@ -490,6 +495,7 @@ void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len)
 {
 	static const struct { unsigned int flag; const char *name; } names[] = {
 		{ IORING_SETUP_SQPOLL, "SQPOLL" },
+		{ IORING_SETUP_IOPOLL, "IOPOLL" },
 		{ IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER" },
 		{ IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN" },
 		{ IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN" },

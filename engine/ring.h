@@ -57,6 +57,7 @@ struct dbr_ring_params {
 	bool sqpoll;
 	int sqpoll_cpu;		/* < 0: let the kernel pick */
 	bool single_issuer;	/* all submissions come from the creating task */
+	bool iopoll;		/* IORING_SETUP_IOPOLL: polled completions (hipri) */
 };
 
 struct dbr_ring {

@@ -69,7 +69,9 @@ run_refused p2p-too-many-files "nrfiles=16385: transfer=p2p registers a dma-buf 
 	--name=bad --directory="$TMPD" --nrfiles=16385 --filesize=4k --create_on_open=1 \
 	--bs=4k --rw=read --gpu=host --transfer=p2p --direct=1
 
-run_refused hipri "hipri \(IOPOLL\) is not supported.*drop hipri" \
+run_refused hipri "hipri \(IOPOLL\) with transfer=p2p is not supported: the io_uring dma-buf series refuses polled rings; use transfer=bounce" \
+	"${base[@]}" --gpu=host --transfer=p2p --direct=1 --hipri
+run_refused hipri-buffered "hipri needs direct=1: the kernel polls only for O_DIRECT I/O.*set direct=1, or drop hipri" \
 	"${base[@]}" --gpu=host --transfer=bounce --hipri
 # a CPU this machine does not have: named, with the CPUs it has, before
 # io_uring_setup answers a bare EINVAL

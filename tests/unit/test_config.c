@@ -37,7 +37,13 @@ static void test_check_job(void)
 	j = good_job();
 	j.hipri = true;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
-	      strstr(msg, "hipri"), "hipri is refused: %s", msg);
+	      strstr(msg, "hipri (IOPOLL) with transfer=p2p") && strstr(msg, "use transfer=bounce"),
+	      "hipri with p2p is refused, naming bounce: %s", msg);
+	j.transfer = DBR_XFER_BOUNCE;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "hipri with bounce passes (a polled ring)");
+	j.direct = false;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "hipri needs direct=1"), "hipri without O_DIRECT is refused: %s", msg);
 
 	j = good_job();
 	j.does_trim = true;

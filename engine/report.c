@@ -37,7 +37,10 @@ static void dbr_write_line(int fd, const char *line)
  * or under fio --server sent to the client, which prints it where it prints
  * fio's output. json, json+ and terse must parse whole, there and at the
  * client (a server runs with the client's --output-format): then the line
- * goes straight to stderr (the server's, under fio --server). A job process
+ * goes straight to stderr (the server's, under fio --server), or, with the
+ * output in --output=FILE, nowhere, as fio's own informational lines in
+ * those formats (harnesses such as fio's t/run-fio-tests.py take anything
+ * on stderr for an error; gpu_stats_file has the path each thread took). A job process
  * writes into --output=FILE unbuffered: fio before 3.42 loses what a job
  * process leaves in its copy of the FILE buffer, as the process _exits.
  */
@@ -53,7 +56,8 @@ void dbr_info(const char *fmt, ...)
 	va_end(ap);
 	strcat(line, "\n");
 	if (output_format & ~FIO_OUTPUT_NORMAL) {
-		dbr_write_line(STDERR_FILENO, line);
+		if (is_backend || !f_out || f_out == stdout)
+			dbr_write_line(STDERR_FILENO, line);
 		return;
 	}
 	if (!is_backend && f_out && f_out != stdout && getpid() != dbr_main_pid) {

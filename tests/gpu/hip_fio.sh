@@ -183,6 +183,19 @@ base=(--name=bad --filename="$f" --size=4m --bs=4k --iodepth=4 --rw=randread
 HIPDOUBLE_DEVICES=2 run_refused dev-id-out-of-range \
 	"gpu_dev_ids=0:2: device 2 does not exist, gpu=hip sees 2 devices \(0\.\.1\); fix gpu_dev_ids" \
 	"${base[@]}" --gpu_dev_ids=0:2 --numjobs=3
+# 0:1:2 on 2 devices, 3 threads: only thread 2's entry is missing, and the
+# whole job stops before any I/O (the double's report: no allocation made)
+: >"$HIPDOUBLE_REPORT"
+HIPDOUBLE_DEVICES=2 run_refused dev-id-third-thread \
+	"gpu_dev_ids=0:1:2: device 2 does not exist, gpu=hip sees 2 devices \(0\.\.1\); fix gpu_dev_ids" \
+	"${base[@]}" --gpu_dev_ids=0:1:2 --numjobs=3 --time_based --runtime=20
+n=$(grep -c '^dmabuf_uring: ' "$TMPD/dev-id-third-thread.out")
+if [ "$n" -eq 1 ] && ! grep -q "per GPU" "$TMPD/dev-id-third-thread.out" &&
+   ! grep -q " dev[0-9]*=[1-9]" "$HIPDOUBLE_REPORT" 2>/dev/null; then
+	pass "dev-id-third-thread: one line, no thread allocated or ran"
+else
+	fail "dev-id-third-thread: $n lines; $(grep -m2 'per GPU\|allocs' "$TMPD/dev-id-third-thread.out" "$HIPDOUBLE_REPORT" 2>/dev/null)"
+fi
 HIPDOUBLE_DEVICES=0 run_refused no-device "gpu=hip: the HIP runtime sees no AMD GPU.*use gpu=host" \
 	"${base[@]}"
 HIPDOUBLE_FAIL=malloc run_refused alloc-failure \

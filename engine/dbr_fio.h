@@ -159,6 +159,9 @@ int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
 	      unsigned int *maps);
 /* transfer=auto settled, p2p that cannot run refused */
 int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer);
+/* transfer=auto settled to p2p: bounce where the GPU cannot export */
+void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
+		     int dev, bool *p2p);
 /* the provider gpu= names and the thread's device on it */
 int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev);

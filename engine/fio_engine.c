@@ -497,6 +497,8 @@ static int dbr_init(struct thread_data *td)
 		dbr_say_splits(td);
 	if (dbr_pick_provider(td, &prov, &dev))
 		goto err;
+	if (o->transfer == DBR_XFER_AUTO && dd->p2p)
+		dbr_auto_export(td, prov, dev, &dd->p2p);
 	gpu_buf_init(&dd->buf, prov, dev, spin_ns);
 	dd->buf.copy_mode = o->gpu_copy;
 	dbr_pin_cpus(td, dd);

@@ -213,7 +213,8 @@ int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 	dbr_p2p_facts(td, &pf, &t, iommu_why, sizeof(iommu_why));
 	err = dbr_settle_transfer(&pf, xfer, why, sizeof(why));
 	if (want == DBR_XFER_AUTO) {
-		if (dbr_first_thread(td))
+		/* p2p is said once the GPU is known to export (dbr_auto_export) */
+		if (dbr_first_thread(td) && *xfer != DBR_XFER_P2P)
 			dbr_info("%s: transfer=auto -> %s%s%s", td->o.name,
 				 dbr_transfer_name(*xfer), why[0] ? ": " : "", why);
 		return 0;
@@ -247,6 +248,27 @@ void dbr_say_splits(struct thread_data *td)
 			msg, sizeof(msg)))
 			dbr_info("%s: %s", td->o.name, msg);
 	}
+}
+
+/*
+ * transfer=auto that the kernel and the files allow p2p for: p2p only where
+ * the GPU can export a dma-buf, else bounce, with the reason (once per job).
+ */
+void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
+		     int dev, bool *p2p)
+{
+	char why[256] = "";
+	int ret = prov->dmabuf_ok ? prov->dmabuf_ok(dev, why, sizeof(why)) : 0;
+
+	if (ret < 0)
+		*p2p = false;
+	if (!dbr_first_thread(td))
+		return;
+	if (ret < 0)
+		dbr_info("%s: transfer=auto -> bounce: gpu=%s device %d cannot export its memory as a dma-buf: %s",
+			 td->o.name, prov->name, dev, why[0] ? why : strerror(-ret));
+	else
+		dbr_info("%s: transfer=auto -> p2p", td->o.name);
 }
 
 /* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */

@@ -854,6 +854,30 @@ static int cuda_pci_addr(int dev, char *buf, size_t len)
 	return cu_errno(cu.DeviceGetPCIBusId(buf, (int)len, cudev));
 }
 
+static int cuda_dmabuf_ok(int dev, char *why, size_t len)
+{
+	CUdevice cudev;
+	CUresult r;
+	int ok = 0, ret = cu_api_get(why, len);
+
+	if (ret < 0)
+		return ret;
+	r = cu.DeviceGet(&cudev, dev);
+	if (r == CUDA_SUCCESS)
+		r = cu.DeviceGetAttribute(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+					  cudev);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, len, "cuDeviceGetAttribute(DMA_BUF_SUPPORTED): %s",
+			 cu_name(r));
+		return cu_errno(r);
+	}
+	if (ok)
+		return 0;
+	snprintf(why, len, "CUDA device %d cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED=0: needs the open kernel modules, nvidia-open, and a Turing or newer GPU)",
+		 dev);
+	return -EOPNOTSUPP;
+}
+
 const struct gpu_provider gpu_cuda_provider = {
 	.name		= "cuda",
 	.probe		= cuda_probe,
@@ -868,4 +892,5 @@ const struct gpu_provider gpu_cuda_provider = {
 	.drain		= gpu_stream_drain,
 	.free		= cuda_free,
 	.pci_addr	= cuda_pci_addr,
+	.dmabuf_ok	= cuda_dmabuf_ok,
 };

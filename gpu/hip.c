@@ -686,6 +686,19 @@ static int hip_pci_addr(int dev, char *buf, size_t len)
 	return hip_errno(hip.DeviceGetPCIBusId(buf, (int)len, dev));
 }
 
+static int hip_dmabuf_ok(int dev, char *why, size_t len)
+{
+	int ret = hip_api_get(why, len);
+
+	(void)dev;
+	if (ret < 0)
+		return ret;
+	if (hip.MemGetHandleForAddressRange || hip.hsa_export_dmabuf)
+		return 0;
+	snprintf(why, len, "this ROCm has neither hipMemGetHandleForAddressRange (ROCm >= 6) nor hsa_amd_portable_export_dmabuf");
+	return -EOPNOTSUPP;
+}
+
 const struct gpu_provider gpu_hip_provider = {
 	.name		= "hip",
 	.probe		= hip_probe,
@@ -700,4 +713,5 @@ const struct gpu_provider gpu_hip_provider = {
 	.drain		= gpu_stream_drain,
 	.free		= hip_free,
 	.pci_addr	= hip_pci_addr,
+	.dmabuf_ok	= hip_dmabuf_ok,
 };

@@ -186,6 +186,19 @@ static void host_free(struct gpu_buf *b)
 	b->priv = NULL;
 }
 
+static int host_dmabuf_ok(int dev, char *why, size_t len)
+{
+	int err;
+
+	(void)dev;
+	if (!access(UDMABUF_DEV, R_OK | W_OK))
+		return 0;
+	err = errno;
+	snprintf(why, len, "%s: %s (kernel needs CONFIG_UDMABUF; try 'modprobe udmabuf')",
+		 UDMABUF_DEV, strerror(err));
+	return -err;
+}
+
 const struct gpu_provider gpu_host_provider = {
 	.name		= "host",
 	.probe		= host_probe,
@@ -199,4 +212,5 @@ const struct gpu_provider gpu_host_provider = {
 	.wait		= host_wait,
 	.drain		= host_nop,
 	.free		= host_free,
+	.dmabuf_ok	= host_dmabuf_ok,
 };

@@ -110,6 +110,12 @@ struct gpu_provider {
 	 * ("00000000:3B:00.0"); topology.h normalizes it. After probe.
 	 */
 	int (*pci_addr)(int dev, char *buf, size_t len);
+	/*
+	 * Optional (NULL: only an export tells): can device dev export its
+	 * memory as a dma-buf at all? 0, or a negative errno with the reason
+	 * in why. After probe; allocates nothing.
+	 */
+	int (*dmabuf_ok)(int dev, char *why, size_t len);
 };
 
 extern const struct gpu_provider gpu_host_provider;

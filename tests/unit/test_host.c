@@ -86,9 +86,37 @@ static void test_host_buf(void)
 	CHECK(count_fds() == fds, "a second free is harmless");
 }
 
+/*
+ * transfer=auto asks the provider whether its memory can be a dma-buf at
+ * all before it settles on p2p: the answer agrees with a real export.
+ */
+static void test_dmabuf_ok(void)
+{
+	struct gpu_buf b;
+	char why[256] = "";
+	int ok, ret;
+
+	CHECK(gpu_host_provider.dmabuf_ok != NULL, "the host provider answers dmabuf_ok");
+	if (!gpu_host_provider.dmabuf_ok)
+		return;
+	ok = gpu_host_provider.dmabuf_ok(0, why, sizeof(why));
+	gpu_buf_init(&b, &gpu_host_provider, 0, gpu_spin_ns());
+	ret = gpu_buf_alloc(&b, 2u << 20, 4);
+	CHECK(ret == 0, "a 2 MiB host buffer: %s", b.why);
+	if (ret)
+		return;
+	ret = gpu_host_provider.export_dmabuf(&b);
+	CHECK((ok == 0) == (ret == 0),
+	      "dmabuf_ok (%d%s%s) agrees with an export (%d: %s)", ok,
+	      why[0] ? ": " : "", why, ret, b.why);
+	CHECK(ok == 0 || strstr(why, "CONFIG_UDMABUF"), "a refusal names udmabuf: %s", why);
+	gpu_buf_free(&b);
+}
+
 int main(void)
 {
 	test_registry();
+	test_dmabuf_ok();
 	test_host_buf();
 	return check_done("test_host");
 }

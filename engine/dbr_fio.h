@@ -95,6 +95,7 @@ struct dbr_data {
 	struct cmdprio cmdprio;	/* cmdprio_percentage/_bssplit, as fio's io_uring */
 	unsigned long copy_errors_said;	/* the pipeline's copy_errors, as seen */
 	bool copy_burst;	/* copies failing: said once until they work */
+	unsigned long late;	/* I/O given back without their copies at the stop */
 	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 	int stats_fd;		/* gpu_stats_file, or -1 */
 	const char *stats_path;	/* its name (the option's or the environment's) */
@@ -136,6 +137,15 @@ void dbr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* After a reap of n: a burst of failed GPU copies said once, when it starts. */
 void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd, int n);
+
+/*
+ * The job stops (runtime over, a signal): reads start no more GPU copies,
+ * and waits for copies already sent give up this long after the stop.
+ */
+#define DBR_STOP_BOUND_NS	(2000ull * 1000 * 1000)
+
+/* After the thread's memory went: what the stop left undone, when anything. */
+void dbr_say_stop(struct thread_data *td, struct dbr_data *dd);
 
 /* What the thread's copies and the ring did, in one line (when any). */
 void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);

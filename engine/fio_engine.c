@@ -1005,6 +1005,18 @@ static int dbr_commit(struct thread_data *td)
 	return 0;
 }
 
+/* Is the job ending: a signal, or its runtime over (as fio's own check)? */
+static bool dbr_job_stopping(void *arg)
+{
+	struct thread_data *td = arg;
+
+	if (td->terminate)
+		return true;
+	if (!td->o.timeout || in_ramp_time(td))
+		return false;
+	return utime_since_now(&td->epoch) >= td->o.timeout;
+}
+
 static int dbr_getevents(struct thread_data *td, unsigned int min,
 			 unsigned int max, const struct timespec *t)
 {
@@ -1012,6 +1024,20 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 	int ret;
 
 	(void)t;
+	/*
+	 * Waits for copies poll and ask dbr_job_stopping (from the job's
+	 * first getevents on: its clock runs then); at the job's end reads
+	 * start no new copies, and the old ones get a bound.
+	 */
+	if (dd->pipe.copies && !dd->buf.stop) {
+		dd->buf.stop_bound_ns = DBR_STOP_BOUND_NS;
+		dd->buf.stop_arg = td;
+		dd->buf.stop = dbr_job_stopping;
+	}
+	if (td->terminate && dd->pipe.copies && !dd->pipe.stopping) {
+		dd->pipe.stopping = true;
+		dd->buf.deadline_ns = gpu_now_ns() + DBR_STOP_BOUND_NS;
+	}
 	/* what commit left unsubmitted goes in with this call's first enter */
 	if (dd->nr_queued)
 		dbr_mark_issued(td, dd);
@@ -1031,6 +1057,12 @@ static struct io_u *dbr_event(struct thread_data *td, int event)
 
 	io_u->error = io->error;
 	io_u->resid = io->error ? 0 : io->resid;
+	/* its copy missed the stop's deadline: nothing moved, and no error */
+	if (io->error == ETIMEDOUT && dd->buf.deadline_ns) {
+		io_u->error = 0;
+		io_u->resid = io_u->xfer_buflen;
+		dd->late++;
+	}
 	return io_u;
 }
 
@@ -1053,6 +1085,7 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 		close(dd->stats_fd);
 	dbr_unregister_all(dd);
 	gpu_buf_free(&dd->buf);
+	dbr_say_stop(td, dd);
 	if (dd->pipe_ready)
 		dbr_pipe_exit(&dd->pipe);
 	dbr_ring_exit(&dd->ring);

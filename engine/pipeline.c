@@ -335,7 +335,7 @@ static void set_result(struct dbr_pio *io)
 static void finish_ring_io(struct dbr_pipe *p, struct dbr_pio *io)
 {
 	set_result(io);
-	if (io->error || !io->nr_copies || !copies_after(io)) {
+	if (io->error || !io->nr_copies || !copies_after(io) || p->stopping) {
 		make_ready(p, io);
 		return;
 	}

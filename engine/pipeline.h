@@ -89,6 +89,7 @@ struct dbr_pipe {
 	bool p2p;		/* the ring moves GPU memory itself */
 	bool sync;		/* gpu_sync: keep the host shadow in step */
 	bool copies;		/* a device provider: copies exist at all */
+	bool stopping;		/* the job is ending: reads start no copies */
 	struct dbr_pfifo pre;	/* queued, not yet on the ring */
 	struct dbr_pfifo post;	/* off the ring, copies running */
 	struct dbr_pfifo ready;	/* done, not yet collected */

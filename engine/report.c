@@ -77,6 +77,9 @@ void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
 {
 	unsigned long errs = dd->pipe.st.copy_errors;
 
+	/* at the stop, copies that run late fail by the deadline: dbr_say_stop */
+	if (dd->buf.deadline_ns)
+		return;
 	if (errs == dd->copy_errors_said) {
 		if (reaped > 0)
 			dd->copy_burst = false;
@@ -89,6 +92,16 @@ void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
 	log_err("%s: %s thread %d: a GPU copy failed, gpu=%s dev=%d: %s; the I/O it carried fails with EIO, so fio's io_u error that follows is the GPU copy's, not the drive's (check the GPU: dmesg, nvidia-smi or rocm-smi)\n",
 		DBR_NAME, td->o.name, td->subjob_number, dd->buf.prov->name,
 		dd->buf.dev_id, dd->buf.why[0] ? dd->buf.why : "no detail from the runtime");
+}
+
+void dbr_say_stop(struct thread_data *td, struct dbr_data *dd)
+{
+	if (!dd->late && !dd->buf.abandoned)
+		return;
+	dbr_info("%s thread %d: stopped with GPU copies still running %llu s after the job's end (runtime or signal): %lu I/O given back as not transferred%s",
+		 td->o.name, td->subjob_number,
+		 (unsigned long long)(DBR_STOP_BOUND_NS / 1000000000ull), dd->late,
+		 dd->buf.abandoned ? "; the memory those copies use is left to the process's exit" : "");
 }
 
 /* the copy stream's counters, live or as iomem_free left them */

@@ -826,6 +826,11 @@ static void cuda_free(struct gpu_buf *b)
 	cuda_enter(b, cp);
 	if (cp->stream_live)
 		gpu_stream_exit(b, &cp->stream);
+	/* copies outlived the stop's deadline: leave them their memory */
+	if (b->abandoned) {
+		gpu_keep_abandoned(b);
+		return;
+	}
 	cp->stream_live = false;
 	if (b->dmabuf_fd >= 0)
 		close(b->dmabuf_fd);

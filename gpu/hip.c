@@ -658,6 +658,11 @@ static void hip_free(struct gpu_buf *b)
 	hip.SetDevice(b->dev_id);
 	if (hp->stream_live)
 		gpu_stream_exit(b, &hp->stream);
+	/* copies outlived the stop's deadline: leave them their memory */
+	if (b->abandoned) {
+		gpu_keep_abandoned(b);
+		return;
+	}
 	hp->stream_live = false;
 	if (b->dmabuf_fd >= 0) {
 		if (hp->hsa_fd)

@@ -90,6 +90,19 @@ void gpu_buf_free(struct gpu_buf *b)
 		b->prov->free(b);
 }
 
+/* what copies that outlived their job still use: reachable until exit */
+static void *abandoned[64];
+static unsigned int nr_abandoned;
+
+void gpu_keep_abandoned(struct gpu_buf *b)
+{
+	unsigned int i = __atomic_fetch_add(&nr_abandoned, 1, __ATOMIC_RELAXED);
+
+	if (i < sizeof(abandoned) / sizeof(abandoned[0]))
+		abandoned[i] = b->priv;
+	b->priv = NULL;
+}
+
 int gpu_shadow_map(struct gpu_buf *b)
 {
 	int ret;

@@ -64,6 +64,19 @@ struct gpu_buf {
 	enum gpu_copy_mode copy_mode;	/* gpu_copy; set by the caller
 					 * between gpu_buf_init and alloc */
 	struct gpu_stream *stream;	/* device providers' copy stream */
+	uint64_t deadline_ns;	/* gpu_now_ns() after which waits for copies
+				 * give up (-ETIMEDOUT); 0: never. Set when
+				 * the job stops (runtime over, a signal) */
+	bool abandoned;		/* copies outlived the deadline: the provider
+				 * left the memory they use to the process's exit */
+	/*
+	 * Optional: asked while a wait for copies polls instead of sleeping
+	 * in the runtime (set it for slow copies only): true once the job
+	 * stops, and the deadline becomes stop_bound_ns from then.
+	 */
+	bool (*stop)(void *arg);
+	void *stop_arg;
+	uint64_t stop_bound_ns;
 	char why[192];		/* runtime detail of the last failure */
 	char export_kind[112];	/* what the dma-buf maps, as the runtime says
 				 * (the CUDA mapping, HIP's memory type); "" */
@@ -134,6 +147,11 @@ void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 /* Allocate size bytes (gpu_buf_round) with room for nr_fences fences. */
 int gpu_buf_alloc(struct gpu_buf *b, size_t size, unsigned int nr_fences);
 void gpu_buf_free(struct gpu_buf *b);
+/*
+ * b->abandoned: the provider keeps what its copies may still touch (priv,
+ * its stream and memory) for the process's exit; referenced from here.
+ */
+void gpu_keep_abandoned(struct gpu_buf *b);
 
 /*
  * The host shadow of a device provider: anonymous, page-aligned pages that

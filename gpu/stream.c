@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/mman.h>
 
 #include "kcopy.h"
@@ -150,9 +151,48 @@ err:
 	return ret;
 }
 
-/* Copies still queued on the stream finish before anything is released. */
+/* Has b's deadline passed (the job is stopping and its copies are late)? */
+static bool past_deadline(const struct gpu_buf *b)
+{
+	return b->deadline_ns && gpu_now_ns() >= b->deadline_ns;
+}
+
+static void nap(long ns)
+{
+	struct timespec ts = { .tv_nsec = ns };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * With a deadline: poll until every fenced copy is done (a pass is always
+ * fenced), or give up at the deadline with -ETIMEDOUT, copies still running.
+ */
+static int drain_by_deadline(struct gpu_buf *b, struct gpu_stream *s)
+{
+	int ret;
+
+	s->nr_queued = 0;
+	while ((ret = gpu_stream_poll(b, s->issued)) == 0) {
+		if (past_deadline(b))
+			return -ETIMEDOUT;
+		nap(50000);
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Copies still queued on the stream finish before anything is released;
+ * past b's deadline they are left running and b->abandoned says so (the
+ * provider then releases nothing they may touch).
+ */
 void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s)
 {
+	if (b->deadline_ns && s->stream && drain_by_deadline(b, s) == -ETIMEDOUT) {
+		b->abandoned = true;
+		return;
+	}
+	b->abandoned = false;
 	if (s->stream)
 		s->rt->stream_sync(b, s->stream);
 	stream_free(s);
@@ -499,6 +539,31 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 	return ret;
 }
 
+/*
+ * With b->stop: poll instead of sleeping in the runtime (which no stop can
+ * wake), in 20 us naps for the first millisecond, then, for a copy that
+ * slow, in 200 us naps that also ask whether the job stops; from then on
+ * give up stop_bound_ns later.
+ */
+static int wait_stoppable(struct gpu_buf *b, uint64_t ticket)
+{
+	uint64_t t0 = gpu_now_ns();
+	int ret;
+
+	while ((ret = gpu_stream_poll(b, ticket)) == 0) {
+		if (gpu_now_ns() - t0 < 1000000) {
+			nap(20000);
+			continue;
+		}
+		if (!b->deadline_ns && b->stop(b->stop_arg))
+			b->deadline_ns = gpu_now_ns() + b->stop_bound_ns;
+		if (past_deadline(b))
+			return -ETIMEDOUT;
+		nap(200000);
+	}
+	return ret < 0 ? ret : 0;
+}
+
 /* Spin on the fence for up to b->spin_ns, then sleep in the runtime. */
 int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 {
@@ -506,9 +571,18 @@ int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 	uint64_t t0 = gpu_now_ns();
 	int ret;
 
-	while ((ret = gpu_stream_poll(b, ticket)) == 0)
+	while ((ret = gpu_stream_poll(b, ticket)) == 0) {
+		/* stopping: never sleep past the deadline in the runtime */
+		if (b->deadline_ns) {
+			if (past_deadline(b))
+				return -ETIMEDOUT;
+			nap(50000);
+			continue;
+		}
 		if (gpu_spin_over(t0, b->spin_ns))
-			return sleep_for(b, s, ticket);
+			return b->stop ? wait_stoppable(b, ticket) :
+			       sleep_for(b, s, ticket);
+	}
 	return ret < 0 ? ret : 0;
 }
 
@@ -517,6 +591,8 @@ int gpu_stream_drain(struct gpu_buf *b)
 	struct gpu_stream *s = b->stream;
 	int ret = s->rt->enter(b);
 
+	if (!ret && b->deadline_ns)
+		return drain_by_deadline(b, s);
 	s->nr_queued = 0;
 	if (!ret)
 		ret = s->rt->stream_sync(b, s->stream);

@@ -7,14 +7,15 @@
  * for the types and the versioned entry point names (cuMemAlloc is
  * cuMemAlloc_v2 in the library, and so on).
  *
- * Per fio thread: the device's primary context (retained, made current by
+ * Per fio thread, through device.c's life cycle over this file's table of
+ * driver calls: the device's primary context (retained, made current by
  * every entry point since fio may call from any thread of the job), a
- * cuMemAlloc allocation rounded to the device's allocation granularity, a
- * host shadow of the same size (anonymous pages, page-locked with
- * cuMemHostRegister so copies are DMA, and still ordinary user pages that
- * io_uring can register as a fixed buffer; cuMemHostAlloc memory is not),
- * and the shared copy stream (stream.c) over this file's table of driver
- * calls: one non-blocking stream, blocking-sync events (a wait spins
+ * cuMemAlloc allocation rounded to the device's allocation granularity and
+ * checked to be on the device asked for, a host shadow of the same size
+ * (anonymous pages, page-locked with cuMemHostRegister so copies are DMA,
+ * and still ordinary user pages that io_uring can register as a fixed
+ * buffer; cuMemHostAlloc memory is not), and the shared copy stream
+ * (stream.c): one non-blocking stream, blocking-sync events (a wait spins
  * briefly, then sleeps), cuMemcpyBatchAsync where the driver has it
  * (CUDA 12.8+), found at run time, and the copy kernel (kcopy.h), JIT
  * compiled from PTX by the driver into a module per buffer, which reaches
@@ -33,6 +34,7 @@
 
 #include <cuda.h>
 
+#include "device.h"
 #include "kcopy.h"
 #include "provider.h"
 #include "stream.h"
@@ -211,27 +213,20 @@ static const char *cu_name(CUresult r)
 	return num;
 }
 
+static const struct gpu_errno_map cu_errnos[] = {
+	{ CUDA_ERROR_OUT_OF_MEMORY,		-ENOMEM },
+	{ CUDA_ERROR_NO_DEVICE,			-ENODEV },
+	{ CUDA_ERROR_INVALID_DEVICE,		-ENODEV },
+	{ CUDA_ERROR_NOT_SUPPORTED,		-EOPNOTSUPP },
+	{ CUDA_ERROR_INVALID_VALUE,		-EINVAL },
+	{ CUDA_ERROR_NOT_PERMITTED,		-EPERM },
+	{ CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, -EEXIST },
+};
+
 static int cu_errno(CUresult r)
 {
-	switch (r) {
-	case CUDA_SUCCESS:
-		return 0;
-	case CUDA_ERROR_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CUDA_ERROR_NO_DEVICE:
-	case CUDA_ERROR_INVALID_DEVICE:
-		return -ENODEV;
-	case CUDA_ERROR_NOT_SUPPORTED:
-		return -EOPNOTSUPP;
-	case CUDA_ERROR_INVALID_VALUE:
-		return -EINVAL;
-	case CUDA_ERROR_NOT_PERMITTED:
-		return -EPERM;
-	case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
-		return -EEXIST;
-	default:
-		return -EIO;
-	}
+	return gpu_errno_of(cu_errnos, sizeof(cu_errnos) / sizeof(cu_errnos[0]),
+			    (int)r);
 }
 
 /* Record "what: CUDA_ERROR_X" in b->why and turn r into a negative errno. */
@@ -242,18 +237,7 @@ static int cu_fail(struct gpu_buf *b, CUresult r, const char *what)
 }
 
 /* ------------------------------------------------------------------------ */
-/* per-buffer state                                                         */
-
-struct cuda_priv {
-	CUdevice dev;
-	CUcontext ctx;
-	CUdeviceptr dptr;
-	size_t dsize;		/* allocated: b->size rounded to granularity */
-	bool host_locked;
-	bool stream_live;
-	unsigned long long dmabuf_flags;	/* what the export settled */
-	struct gpu_stream stream;
-};
+/* the device life cycle's calls (device.c)                                 */
 
 static int cuda_probe(char *why, size_t len)
 {
@@ -298,64 +282,56 @@ static int cuda_probe(char *why, size_t len)
  */
 static __thread CUcontext cu_current;
 
-static int cuda_enter(struct gpu_buf *b, struct cuda_priv *cp)
+static int cuda_enter(struct gpu_buf *b)
 {
+	struct gpu_dev *d = b->priv;
 	CUresult r;
 
-	if (cu_current == cp->ctx)
+	if (cu_current == d->ctx)
 		return 0;
-	r = cu.CtxSetCurrent(cp->ctx);
+	r = cu.CtxSetCurrent(d->ctx);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(b, r, "cuCtxSetCurrent");
-	cu_current = cp->ctx;
+	cu_current = d->ctx;
 	return 0;
 }
 
-static int cuda_open_ctx(struct gpu_buf *b, struct cuda_priv *cp)
+/* the device's primary context, retained for the buffer's life */
+static int rt_open(struct gpu_buf *b, struct gpu_dev *d)
 {
+	CUcontext ctx;
+	CUdevice dev;
 	CUresult r;
-	int ret;
 
-	ret = cuda_probe(b->why, sizeof(b->why));
-	if (ret < 0)
-		return ret;
-	if (b->dev_id < 0 || b->dev_id >= ret) {
-		snprintf(b->why, sizeof(b->why), "device %d does not exist (%d visible)",
-			 b->dev_id, ret);
-		return -ENODEV;
-	}
-	r = cu.DeviceGet(&cp->dev, b->dev_id);
+	r = cu.DeviceGet(&dev, b->dev_id);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(b, r, "cuDeviceGet");
-	r = cu.PrimaryCtxRetain(&cp->ctx, cp->dev);
+	r = cu.PrimaryCtxRetain(&ctx, dev);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(b, r, "cuDevicePrimaryCtxRetain");
-	ret = cuda_enter(b, cp);
-	if (ret < 0) {
-		cu.PrimaryCtxRelease(cp->dev);
-		cp->ctx = NULL;
-	}
-	return ret;
+	d->handle = dev;
+	d->ctx = ctx;
+	return 0;
 }
 
-static void cuda_close_ctx(struct cuda_priv *cp)
+static void rt_close(struct gpu_dev *d)
 {
-	if (!cp->ctx)
+	if (!d->ctx)
 		return;
 	cu.CtxSetCurrent(NULL);
 	cu_current = NULL;
-	cu.PrimaryCtxRelease(cp->dev);
-	cp->ctx = NULL;
+	cu.PrimaryCtxRelease(d->handle);
+	d->ctx = NULL;
 }
 
 /* cuMemAlloc's rounding: the device's minimum allocation granularity. */
-static size_t cuda_granularity(struct cuda_priv *cp)
+static size_t cuda_granularity(struct gpu_dev *d)
 {
 	CUmemAllocationProp prop = {
 		.type		= CU_MEM_ALLOCATION_TYPE_PINNED,
 		.location	= {
 			.type	= CU_MEM_LOCATION_TYPE_DEVICE,
-			.id	= cp->dev,
+			.id	= d->handle,
 		},
 	};
 	size_t gran = 0;
@@ -367,26 +343,21 @@ static size_t cuda_granularity(struct cuda_priv *cp)
 	return gran;
 }
 
-/* Device memory, page aligned (dma-buf export needs it) and on dev_id. */
-static int cuda_alloc_device(struct gpu_buf *b, struct cuda_priv *cp)
+/* Device memory on dev_id: the driver must say the allocation is there. */
+static int rt_mem_alloc(struct gpu_buf *b, struct gpu_dev *d)
 {
-	size_t gran = cuda_granularity(cp), page = sysconf(_SC_PAGESIZE);
+	size_t gran = cuda_granularity(d);
+	CUdeviceptr dptr = 0;
 	int ordinal = -1;
 	CUresult r;
 
-	cp->dsize = (b->size + gran - 1) & ~(gran - 1);
-	r = cu.MemAlloc(&cp->dptr, cp->dsize);
-	if (r != CUDA_SUCCESS) {
-		cp->dptr = 0;
+	d->dsize = (b->size + gran - 1) & ~(gran - 1);
+	r = cu.MemAlloc(&dptr, d->dsize);
+	if (r != CUDA_SUCCESS)
 		return cu_fail(b, r, "cuMemAlloc");
-	}
-	if (cp->dptr & (page - 1)) {
-		snprintf(b->why, sizeof(b->why), "cuMemAlloc returned 0x%llx, not aligned to the %zu-byte page dma-buf export needs",
-			 (unsigned long long)cp->dptr, page);
-		goto err_free;
-	}
+	d->dptr = dptr;
 	r = cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-				   cp->dptr);
+				   dptr);
 	if (r != CUDA_SUCCESS) {
 		cu_fail(b, r, "cuPointerGetAttribute(DEVICE_ORDINAL)");
 		goto err_free;
@@ -399,46 +370,133 @@ static int cuda_alloc_device(struct gpu_buf *b, struct cuda_priv *cp)
 	return 0;
 
 err_free:
-	cu.MemFree(cp->dptr);
-	cp->dptr = 0;
+	cu.MemFree(dptr);
+	d->dptr = 0;
 	return -EIO;
 }
 
-/* The shadow: ordinary pages (io_uring pins them too), page-locked for DMA. */
-static int cuda_alloc_host(struct gpu_buf *b, struct cuda_priv *cp)
+static void rt_mem_free(struct gpu_dev *d)
 {
-	CUresult r;
-	int ret;
+	cu.MemFree(d->dptr);
+}
 
-	ret = gpu_shadow_map(b);
-	if (ret < 0)
-		return ret;
-	/* DEVICEMAP: the copy kernel reaches the shadow through its mapping */
-	r = cu.MemHostRegister(b->host, b->size, CU_MEMHOSTREGISTER_DEVICEMAP);
-	if (r != CUDA_SUCCESS) {
-		ret = cu_fail(b, r, "cuMemHostRegister of the host buffer (raise ulimit -l?)");
-		gpu_shadow_unmap(b);
-		return ret;
+/* DEVICEMAP: the copy kernel reaches the shadow through its mapping */
+static int rt_host_register(struct gpu_buf *b, void *host, size_t len)
+{
+	CUresult r = cu.MemHostRegister(host, len, CU_MEMHOSTREGISTER_DEVICEMAP);
+
+	return r == CUDA_SUCCESS ? 0 :
+	       cu_fail(b, r, "cuMemHostRegister of the host buffer (raise ulimit -l?)");
+}
+
+static void rt_host_unregister(void *host)
+{
+	cu.MemHostUnregister(host);
+}
+
+/*
+ * CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (CUDA 12.8+, driver 570.86+),
+ * spelled out for older cuda.h: a dma-buf of the GPU's PCIe BAR1 addresses.
+ * On Grace-Hopper and Grace-Blackwell flags=0 gives one of C2C addresses,
+ * which an NVMe controller cannot reach; x86 drivers may refuse the flag
+ * (CUDA_ERROR_NOT_SUPPORTED on an H200 with driver 580), and flags=0 is
+ * PCIe there anyway.
+ */
+#define DBR_CU_DMABUF_PCIE	0x1ULL
+
+/*
+ * Is the GPU linked to the CPU by NVLink-C2C? cuda.h documents
+ * CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED as "link between the
+ * device and the host supports all native atomic operations": a property
+ * of the link itself, which PCIe does not have (PCIe atomics are a subset)
+ * and C2C does. (PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES is also set
+ * there, but it describes address translation, not the link.)
+ */
+static bool cuda_c2c(struct gpu_dev *d)
+{
+	int atomics = 0;
+
+	return cu.DeviceGetAttribute(&atomics,
+			CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED,
+			d->handle) == CUDA_SUCCESS && atomics == 1;
+}
+
+static CUresult cuda_handle(struct gpu_dev *d, size_t off, size_t len,
+			    unsigned long long flags, int *fd)
+{
+	CUresult r = cu.MemGetHandleForAddressRange(fd, d->dptr + off, len,
+					CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+					flags);
+
+	if (r != CUDA_SUCCESS)
+		*fd = -1;
+	return r;
+}
+
+/* [off, off + len) as a dma-buf with the mapping flags the export settled */
+static int rt_export_range(struct gpu_buf *b, struct gpu_dev *d, size_t off,
+			   size_t len, int *fd)
+{
+	CUresult r = cuda_handle(d, off, len, d->export_flags, fd);
+
+	return r == CUDA_SUCCESS ? 0 :
+	       cu_fail(b, r, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
+}
+
+/*
+ * The PCIe BAR1 mapping first; where the driver has no such flag
+ * (CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_INVALID_VALUE) the default one,
+ * unless the GPU sits behind C2C, where the default carries addresses the
+ * NVMe controller cannot reach. b->export_kind says which.
+ */
+static int cuda_export_mapped(struct gpu_buf *b, struct gpu_dev *d, int *fd)
+{
+	CUresult r, r0;
+
+	r = cuda_handle(d, 0, b->size, DBR_CU_DMABUF_PCIE, fd);
+	if (r == CUDA_SUCCESS) {
+		d->export_flags = DBR_CU_DMABUF_PCIE;
+		snprintf(b->export_kind, sizeof(b->export_kind),
+			 "PCIe BAR1 mapping (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)");
+		return 0;
 	}
-	cp->host_locked = true;
+	if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE)
+		return cu_fail(b, r, "cuMemGetHandleForAddressRange(DMA_BUF_FD, MAPPING_TYPE_PCIE)");
+	if (cuda_c2c(d)) {
+		snprintf(b->why, sizeof(b->why), "device %d is on NVLink-C2C and refused the PCIe BAR1 dma-buf (%s): its default one has C2C addresses NVMe cannot reach; needs CUDA 12.8+, driver 570.86+",
+			 b->dev_id, cu_name(r));
+		return -EOPNOTSUPP;
+	}
+	r0 = cuda_handle(d, 0, b->size, 0, fd);
+	if (r0 != CUDA_SUCCESS)
+		return cu_fail(b, r0, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
+	d->export_flags = 0;
+	snprintf(b->export_kind, sizeof(b->export_kind),
+		 "default mapping (flags=0: the PCIe BAR1 flag answered %s; the GPU is on PCIe, not C2C)",
+		 cu_name(r));
 	return 0;
 }
 
-static void cuda_free_host(struct gpu_buf *b, struct cuda_priv *cp)
+static int rt_export(struct gpu_buf *b, struct gpu_dev *d, int *fd)
 {
-	if (cp->host_locked)
-		cu.MemHostUnregister(b->host);
-	cp->host_locked = false;
-	gpu_shadow_unmap(b);
+	int supported = 0;
+	CUresult r;
+
+	r = cu.DeviceGetAttribute(&supported,
+				  CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+				  d->handle);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(b, r, "cuDeviceGetAttribute(DMA_BUF_SUPPORTED)");
+	if (!supported) {
+		snprintf(b->why, sizeof(b->why), "device %d cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED=0: needs the open kernel modules, nvidia-open, and a Turing or newer GPU)",
+			 b->dev_id);
+		return -EOPNOTSUPP;
+	}
+	return cuda_export_mapped(b, d, fd);
 }
 
 /* ------------------------------------------------------------------------ */
 /* the copy stream's calls (stream.c)                                       */
-
-static int rt_enter(struct gpu_buf *b)
-{
-	return cuda_enter(b, b->priv);
-}
 
 static int rt_stream_create(struct gpu_buf *b, void **stream)
 {
@@ -648,7 +706,17 @@ static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
 }
 
 static const struct gpu_runtime cuda_runtime = {
-	.enter		= rt_enter,
+	.probe		= cuda_probe,
+	.open		= rt_open,
+	.close		= rt_close,
+	.mem_alloc	= rt_mem_alloc,
+	.mem_alloc_name	= "cuMemAlloc",
+	.mem_free	= rt_mem_free,
+	.host_register	= rt_host_register,
+	.host_unregister = rt_host_unregister,
+	.export		= rt_export,
+	.export_range	= rt_export_range,
+	.enter		= cuda_enter,
 	.stream_create	= rt_stream_create,
 	.stream_sync	= rt_stream_sync,
 	.stream_destroy	= rt_stream_destroy,
@@ -670,176 +738,7 @@ static const struct gpu_runtime cuda_runtime = {
 
 static int cuda_alloc(struct gpu_buf *b, unsigned int nr_fences)
 {
-	struct cuda_priv *cp;
-	int ret;
-
-	cp = calloc(1, sizeof(*cp));
-	if (!cp)
-		return -ENOMEM;
-	ret = cuda_open_ctx(b, cp);
-	if (ret < 0)
-		goto err_free;
-	ret = cuda_alloc_device(b, cp);
-	if (ret < 0)
-		goto err_ctx;
-	ret = cuda_alloc_host(b, cp);
-	if (ret < 0)
-		goto err_dev;
-	b->priv = cp;
-	ret = gpu_stream_init(b, &cp->stream, &cuda_runtime, cp->dptr,
-			      nr_fences);
-	if (ret < 0)
-		goto err_host;
-	cp->stream_live = true;
-	b->host_is_device = false;
-	return 0;
-
-err_host:
-	b->priv = NULL;
-	cuda_free_host(b, cp);
-err_dev:
-	cu.MemFree(cp->dptr);
-err_ctx:
-	cuda_close_ctx(cp);
-err_free:
-	free(cp);
-	return ret;
-}
-
-/*
- * CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (CUDA 12.8+, driver 570.86+),
- * spelled out for older cuda.h: a dma-buf of the GPU's PCIe BAR1 addresses.
- * On Grace-Hopper and Grace-Blackwell flags=0 gives one of C2C addresses,
- * which an NVMe controller cannot reach; x86 drivers may refuse the flag
- * (CUDA_ERROR_NOT_SUPPORTED on an H200 with driver 580), and flags=0 is
- * PCIe there anyway.
- */
-#define DBR_CU_DMABUF_PCIE	0x1ULL
-
-/*
- * Is the GPU linked to the CPU by NVLink-C2C? cuda.h documents
- * CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED as "link between the
- * device and the host supports all native atomic operations": a property
- * of the link itself, which PCIe does not have (PCIe atomics are a subset)
- * and C2C does. (PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES is also set
- * there, but it describes address translation, not the link.)
- */
-static bool cuda_c2c(struct cuda_priv *cp)
-{
-	int atomics = 0;
-
-	return cu.DeviceGetAttribute(&atomics,
-			CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED,
-			cp->dev) == CUDA_SUCCESS && atomics == 1;
-}
-
-static CUresult cuda_handle(struct cuda_priv *cp, size_t off, size_t len,
-			    unsigned long long flags, int *fd)
-{
-	CUresult r = cu.MemGetHandleForAddressRange(fd, cp->dptr + off, len,
-					CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
-					flags);
-
-	if (r != CUDA_SUCCESS)
-		*fd = -1;
-	return r;
-}
-
-/* [off, off + len) as a dma-buf with the mapping flags the export settled */
-static int cuda_export_range(struct gpu_buf *b, size_t off, size_t len,
-			     int *fd)
-{
-	struct cuda_priv *cp = b->priv;
-	CUresult r;
-	int ret;
-
-	ret = cuda_enter(b, cp);
-	if (ret < 0)
-		return ret;
-	r = cuda_handle(cp, off, len, cp->dmabuf_flags, fd);
-	return r == CUDA_SUCCESS ? 0 :
-	       cu_fail(b, r, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
-}
-
-/*
- * The PCIe BAR1 mapping first; where the driver has no such flag
- * (CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_INVALID_VALUE) the default one,
- * unless the GPU sits behind C2C, where the default carries addresses the
- * NVMe controller cannot reach. b->export_kind says which.
- */
-static int cuda_export_mapped(struct gpu_buf *b, struct cuda_priv *cp)
-{
-	CUresult r, r0;
-
-	r = cuda_handle(cp, 0, b->size, DBR_CU_DMABUF_PCIE, &b->dmabuf_fd);
-	if (r == CUDA_SUCCESS) {
-		cp->dmabuf_flags = DBR_CU_DMABUF_PCIE;
-		snprintf(b->export_kind, sizeof(b->export_kind),
-			 "PCIe BAR1 mapping (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)");
-		return 0;
-	}
-	if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE)
-		return cu_fail(b, r, "cuMemGetHandleForAddressRange(DMA_BUF_FD, MAPPING_TYPE_PCIE)");
-	if (cuda_c2c(cp)) {
-		snprintf(b->why, sizeof(b->why), "device %d is on NVLink-C2C and refused the PCIe BAR1 dma-buf (%s): its default one has C2C addresses NVMe cannot reach; needs CUDA 12.8+, driver 570.86+",
-			 b->dev_id, cu_name(r));
-		return -EOPNOTSUPP;
-	}
-	r0 = cuda_handle(cp, 0, b->size, 0, &b->dmabuf_fd);
-	if (r0 != CUDA_SUCCESS)
-		return cu_fail(b, r0, "cuMemGetHandleForAddressRange(DMA_BUF_FD)");
-	cp->dmabuf_flags = 0;
-	snprintf(b->export_kind, sizeof(b->export_kind),
-		 "default mapping (flags=0: the PCIe BAR1 flag answered %s; the GPU is on PCIe, not C2C)",
-		 cu_name(r));
-	return 0;
-}
-
-static int cuda_export(struct gpu_buf *b)
-{
-	struct cuda_priv *cp = b->priv;
-	int supported = 0, ret;
-	CUresult r;
-
-	ret = cuda_enter(b, cp);
-	if (ret < 0)
-		return ret;
-	r = cu.DeviceGetAttribute(&supported,
-				  CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, cp->dev);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(b, r, "cuDeviceGetAttribute(DMA_BUF_SUPPORTED)");
-	if (!supported) {
-		snprintf(b->why, sizeof(b->why), "device %d cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED=0: needs the open kernel modules, nvidia-open, and a Turing or newer GPU)",
-			 b->dev_id);
-		return -EOPNOTSUPP;
-	}
-	return cuda_export_mapped(b, cp);
-}
-
-/* Reverse order of cuda_alloc; copies still queued are drained first. */
-static void cuda_free(struct gpu_buf *b)
-{
-	struct cuda_priv *cp = b->priv;
-
-	if (!cp)
-		return;
-	cuda_enter(b, cp);
-	if (cp->stream_live)
-		gpu_stream_exit(b, &cp->stream);
-	/* copies outlived the stop's deadline: leave them their memory */
-	if (b->abandoned) {
-		gpu_keep_abandoned(b);
-		return;
-	}
-	cp->stream_live = false;
-	if (b->dmabuf_fd >= 0)
-		close(b->dmabuf_fd);
-	b->dmabuf_fd = -1;
-	cuda_free_host(b, cp);
-	cu.MemFree(cp->dptr);
-	cuda_close_ctx(cp);
-	free(cp);
-	b->priv = NULL;
+	return gpu_dev_alloc(b, &cuda_runtime, nr_fences);
 }
 
 static int cuda_pci_addr(int dev, char *buf, size_t len)
@@ -887,15 +786,15 @@ const struct gpu_provider gpu_cuda_provider = {
 	.name		= "cuda",
 	.probe		= cuda_probe,
 	.alloc		= cuda_alloc,
-	.export_dmabuf	= cuda_export,
-	.export_range	= cuda_export_range,
+	.export_dmabuf	= gpu_dev_export,
+	.export_range	= gpu_dev_export_range,
 	.copy		= gpu_stream_copy,
 	.submit		= gpu_stream_submit,
 	.fence		= gpu_stream_fence,
 	.poll		= gpu_stream_poll,
 	.wait		= gpu_stream_wait,
 	.drain		= gpu_stream_drain,
-	.free		= cuda_free,
+	.free		= gpu_dev_free,
 	.pci_addr	= cuda_pci_addr,
 	.dmabuf_ok	= cuda_dmabuf_ok,
 };

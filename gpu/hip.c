@@ -9,12 +9,12 @@
  * runtime has it (ROCm >= 6), else through ROCr's
  * hsa_amd_portable_export_dmabuf (libhsa-runtime64.so).
  *
- * Per fio thread: hipSetDevice on every entry point (the HIP runtime's
+ * Per fio thread, through device.c's life cycle over this file's table of
+ * runtime calls: hipSetDevice on every entry point (the HIP runtime's
  * current device is per host thread), a hipMalloc allocation, a host shadow
  * of anonymous pages page-locked with hipHostRegister, and the shared copy
- * stream (stream.c) over this file's table of
- * runtime calls, with hipMemcpyBatchAsync where the runtime has it (ROCm 7),
- * found at run time.
+ * stream (stream.c), with hipMemcpyBatchAsync where the runtime has it
+ * (ROCm 7), found at run time.
  *
  * Only exercised against the test double in tests/gpu/ (no AMD GPU here).
  */
@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "provider.h"
 #include "stream.h"
 
@@ -218,25 +219,19 @@ static const char *hip_name(hipError_t e)
 	return s ? s : "unknown HIP error";
 }
 
+static const struct gpu_errno_map hip_errnos[] = {
+	{ hipErrorOutOfMemory,			-ENOMEM },
+	{ hipErrorNoDevice,			-ENODEV },
+	{ hipErrorInvalidDevice,		-ENODEV },
+	{ hipErrorNotSupported,			-EOPNOTSUPP },
+	{ hipErrorInvalidValue,			-EINVAL },
+	{ hipErrorHostMemoryAlreadyRegistered,	-EEXIST },
+};
+
 static int hip_errno(hipError_t e)
 {
-	switch (e) {
-	case hipSuccess:
-		return 0;
-	case hipErrorOutOfMemory:
-		return -ENOMEM;
-	case hipErrorNoDevice:
-	case hipErrorInvalidDevice:
-		return -ENODEV;
-	case hipErrorNotSupported:
-		return -EOPNOTSUPP;
-	case hipErrorInvalidValue:
-		return -EINVAL;
-	case hipErrorHostMemoryAlreadyRegistered:
-		return -EEXIST;
-	default:
-		return -EIO;
-	}
+	return gpu_errno_of(hip_errnos,
+			    sizeof(hip_errnos) / sizeof(hip_errnos[0]), e);
 }
 
 static int hip_fail(struct gpu_buf *b, hipError_t e, const char *what)
@@ -246,15 +241,7 @@ static int hip_fail(struct gpu_buf *b, hipError_t e, const char *what)
 }
 
 /* ------------------------------------------------------------------------ */
-/* per-buffer state                                                         */
-
-struct hip_priv {
-	void *dptr;
-	bool host_locked;
-	bool hsa_fd;		/* dma-buf came from ROCr: close it there */
-	bool stream_live;
-	struct gpu_stream stream;
-};
+/* the device life cycle's calls (device.c)                                 */
 
 static int hip_probe(char *why, size_t len)
 {
@@ -285,50 +272,148 @@ static int hip_enter(struct gpu_buf *b)
 	return e == hipSuccess ? 0 : hip_fail(b, e, "hipSetDevice");
 }
 
-static int hip_alloc_device(struct gpu_buf *b, struct hip_priv *hp)
+static int rt_mem_alloc(struct gpu_buf *b, struct gpu_dev *d)
 {
-	size_t page = sysconf(_SC_PAGESIZE);
+	void *dptr = NULL;
 	hipError_t e;
 
-	e = hip.Malloc(&hp->dptr, b->size);
-	if (e != hipSuccess) {
-		hp->dptr = NULL;
+	e = hip.Malloc(&dptr, b->size);
+	if (e != hipSuccess)
 		return hip_fail(b, e, "hipMalloc");
-	}
-	if ((uintptr_t)hp->dptr & (page - 1)) {
-		snprintf(b->why, sizeof(b->why), "hipMalloc returned %p, not aligned to the %zu-byte page dma-buf export needs",
-			 hp->dptr, page);
-		hip.Free(hp->dptr);
-		hp->dptr = NULL;
-		return -EIO;
-	}
+	d->dptr = (uint64_t)(uintptr_t)dptr;
+	d->dsize = b->size;
 	return 0;
 }
 
-static int hip_alloc_host(struct gpu_buf *b, struct hip_priv *hp)
+static void rt_mem_free(struct gpu_dev *d)
+{
+	hip.Free((void *)(uintptr_t)d->dptr);
+}
+
+static int rt_host_register(struct gpu_buf *b, void *host, size_t len)
+{
+	hipError_t e = hip.HostRegister(host, len, hipHostRegisterDefault);
+
+	return e == hipSuccess ? 0 :
+	       hip_fail(b, e, "hipHostRegister of the host buffer (raise ulimit -l?)");
+}
+
+static void rt_host_unregister(void *host)
+{
+	hip.HostUnregister(host);
+}
+
+/* older ROCr: the export through hsa_amd_portable_export_dmabuf */
+static int hip_export_hsa(struct gpu_buf *b, struct gpu_dev *d, int *fd)
+{
+	uint64_t off = 0;
+	hsa_status_t st;
+
+	st = hip.hsa_export_dmabuf((void *)(uintptr_t)d->dptr, b->size, fd,
+				   &off);
+	if (st != HSA_STATUS_SUCCESS) {
+		snprintf(b->why, sizeof(b->why), "hsa_amd_portable_export_dmabuf: status 0x%x (the amdgpu driver needs dma-buf export)",
+			 (unsigned int)st);
+		return -EOPNOTSUPP;
+	}
+	if (off) {
+		/* the ring addresses the dma-buf from its start */
+		hip.hsa_close_dmabuf(*fd);
+		*fd = -1;
+		snprintf(b->why, sizeof(b->why), "hsa_amd_portable_export_dmabuf: allocation starts %llu bytes into the dma-buf",
+			 (unsigned long long)off);
+		return -EINVAL;
+	}
+	d->rt_fd = true;
+	return 0;
+}
+
+static int rt_export(struct gpu_buf *b, struct gpu_dev *d, int *fd)
 {
 	hipError_t e;
-	int ret;
 
-	ret = gpu_shadow_map(b);
-	if (ret < 0)
-		return ret;
-	e = hip.HostRegister(b->host, b->size, hipHostRegisterDefault);
-	if (e != hipSuccess) {
-		ret = hip_fail(b, e, "hipHostRegister of the host buffer (raise ulimit -l?)");
-		gpu_shadow_unmap(b);
-		return ret;
+	if (!hip.MemGetHandleForAddressRange) {
+		if (hip.hsa_export_dmabuf)
+			return hip_export_hsa(b, d, fd);
+		snprintf(b->why, sizeof(b->why), "this ROCm has neither hipMemGetHandleForAddressRange (ROCm >= 6) nor hsa_amd_portable_export_dmabuf; upgrade ROCm");
+		return -EOPNOTSUPP;
 	}
-	hp->host_locked = true;
+	e = hip.MemGetHandleForAddressRange(fd, (void *)(uintptr_t)d->dptr,
+					    b->size,
+					    hipMemRangeHandleTypeDmaBufFd, 0);
+	return e == hipSuccess ? 0 :
+	       hip_fail(b, e, "hipMemGetHandleForAddressRange(DmaBuf)");
+}
+
+static void rt_close_dmabuf(int fd)
+{
+	hip.hsa_close_dmabuf(fd);
+}
+
+/* [off, off + len) as a dma-buf of its own (ROCm >= 6 only) */
+static int rt_export_range(struct gpu_buf *b, struct gpu_dev *d, size_t off,
+			   size_t len, int *fd)
+{
+	hipError_t e;
+
+	*fd = -1;
+	if (!hip.MemGetHandleForAddressRange) {
+		snprintf(b->why, sizeof(b->why), "ROCm 5's hsa_amd_portable_export_dmabuf exports whole allocations only: ROCm >= 6 exports ranges");
+		return -EOPNOTSUPP;
+	}
+	e = hip.MemGetHandleForAddressRange(fd,
+					    (char *)(uintptr_t)d->dptr + off,
+					    len, hipMemRangeHandleTypeDmaBufFd,
+					    0);
+	if (e != hipSuccess) {
+		*fd = -1;
+		return hip_fail(b, e, "hipMemGetHandleForAddressRange(DmaBuf)");
+	}
 	return 0;
 }
 
-static void hip_free_host(struct gpu_buf *b, struct hip_priv *hp)
+/* hipPointerAttribute_t's head: the same fields in ROCm 5 and 6 */
+struct hip_ptr_attr {
+	int type;		/* hipMemoryType (ROCm 5 also names it memoryType) */
+	int device;
+	void *device_ptr;
+	void *host_ptr;
+	int is_managed;
+	unsigned int allocation_flags;
+	char pad[64];		/* room for fields a newer runtime adds */
+};
+
+/*
+ * What the runtime says the allocated memory is, into b->export_kind.
+ * hipMemoryType was renumbered in ROCm 6 to match CUDA's (host 1, device 2,
+ * managed 3; ROCm 5: host 0, device 1, managed 4): a runtime with
+ * hipMemGetHandleForAddressRange is ROCm >= 6.
+ */
+static void rt_describe(struct gpu_buf *b, struct gpu_dev *d)
 {
-	if (hp->host_locked)
-		hip.HostUnregister(b->host);
-	hp->host_locked = false;
-	gpu_shadow_unmap(b);
+	bool rocm6 = hip.MemGetHandleForAddressRange != NULL;
+	struct hip_ptr_attr a = { .type = -1 };
+	const char *kind;
+
+	if (!hip.PointerGetAttributes ||
+	    hip.PointerGetAttributes(&a, (void *)(uintptr_t)d->dptr) != hipSuccess) {
+		snprintf(b->export_kind, sizeof(b->export_kind),
+			 "memory type unknown (no hipPointerGetAttributes answer)");
+		return;
+	}
+	if (a.type == (rocm6 ? 2 : 1))
+		kind = "VRAM (hipMemoryTypeDevice)";
+	else if (a.type == (rocm6 ? 1 : 0))
+		kind = "host memory (hipMemoryTypeHost): the NVMe controller DMAs into system memory, not into the GPU";
+	else if (a.type == (rocm6 ? 3 : 4))
+		kind = "managed memory (hipMemoryTypeManaged): it may be in system memory, not in the GPU";
+	else
+		kind = NULL;
+	if (kind)
+		snprintf(b->export_kind, sizeof(b->export_kind), "%s", kind);
+	else
+		snprintf(b->export_kind, sizeof(b->export_kind),
+			 "memory type %d (hipPointerGetAttributes)", a.type);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -468,6 +553,16 @@ static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 }
 
 static const struct gpu_runtime hip_runtime = {
+	.probe		= hip_probe,
+	.mem_alloc	= rt_mem_alloc,
+	.mem_alloc_name	= "hipMalloc",
+	.mem_free	= rt_mem_free,
+	.host_register	= rt_host_register,
+	.host_unregister = rt_host_unregister,
+	.export		= rt_export,
+	.close_dmabuf	= rt_close_dmabuf,
+	.export_range	= rt_export_range,
+	.describe	= rt_describe,
 	.enter		= hip_enter,
 	.stream_create	= rt_stream_create,
 	.stream_sync	= rt_stream_sync,
@@ -484,197 +579,9 @@ static const struct gpu_runtime hip_runtime = {
 	.write_value	= rt_write_value,
 };
 
-/* hipPointerAttribute_t's head: the same fields in ROCm 5 and 6 */
-struct hip_ptr_attr {
-	int type;		/* hipMemoryType (ROCm 5 also names it memoryType) */
-	int device;
-	void *device_ptr;
-	void *host_ptr;
-	int is_managed;
-	unsigned int allocation_flags;
-	char pad[64];		/* room for fields a newer runtime adds */
-};
-
-/*
- * What the runtime says the exported memory is, into b->export_kind.
- * hipMemoryType was renumbered in ROCm 6 to match CUDA's (host 1, device 2,
- * managed 3; ROCm 5: host 0, device 1, managed 4): a runtime with
- * hipMemGetHandleForAddressRange is ROCm >= 6.
- */
-static void hip_export_kind(struct gpu_buf *b, struct hip_priv *hp)
-{
-	bool rocm6 = hip.MemGetHandleForAddressRange != NULL;
-	struct hip_ptr_attr a = { .type = -1 };
-	const char *kind;
-
-	if (!hip.PointerGetAttributes ||
-	    hip.PointerGetAttributes(&a, hp->dptr) != hipSuccess) {
-		snprintf(b->export_kind, sizeof(b->export_kind),
-			 "memory type unknown (no hipPointerGetAttributes answer)");
-		return;
-	}
-	if (a.type == (rocm6 ? 2 : 1))
-		kind = "VRAM (hipMemoryTypeDevice)";
-	else if (a.type == (rocm6 ? 1 : 0))
-		kind = "host memory (hipMemoryTypeHost): the NVMe controller DMAs into system memory, not into the GPU";
-	else if (a.type == (rocm6 ? 3 : 4))
-		kind = "managed memory (hipMemoryTypeManaged): it may be in system memory, not in the GPU";
-	else
-		kind = NULL;
-	if (kind)
-		snprintf(b->export_kind, sizeof(b->export_kind), "%s", kind);
-	else
-		snprintf(b->export_kind, sizeof(b->export_kind),
-			 "memory type %d (hipPointerGetAttributes)", a.type);
-}
-
 static int hip_alloc(struct gpu_buf *b, unsigned int nr_fences)
 {
-	struct hip_priv *hp;
-	int ret;
-
-	ret = hip_probe(b->why, sizeof(b->why));
-	if (ret < 0)
-		return ret;
-	if (b->dev_id < 0 || b->dev_id >= ret) {
-		snprintf(b->why, sizeof(b->why), "device %d does not exist (%d visible)",
-			 b->dev_id, ret);
-		return -ENODEV;
-	}
-	hp = calloc(1, sizeof(*hp));
-	if (!hp)
-		return -ENOMEM;
-	ret = hip_enter(b);
-	if (ret < 0)
-		goto err_free;
-	ret = hip_alloc_device(b, hp);
-	if (ret < 0)
-		goto err_free;
-	ret = hip_alloc_host(b, hp);
-	if (ret < 0)
-		goto err_dev;
-	b->priv = hp;
-	ret = gpu_stream_init(b, &hp->stream, &hip_runtime,
-			      (uint64_t)(uintptr_t)hp->dptr, nr_fences);
-	if (ret < 0)
-		goto err_host;
-	hp->stream_live = true;
-	b->host_is_device = false;
-	hip_export_kind(b, hp);
-	return 0;
-
-err_host:
-	b->priv = NULL;
-	hip_free_host(b, hp);
-err_dev:
-	hip.Free(hp->dptr);
-err_free:
-	free(hp);
-	return ret;
-}
-
-static int hip_export_hsa(struct gpu_buf *b, struct hip_priv *hp)
-{
-	uint64_t off = 0;
-	hsa_status_t st;
-	int fd = -1;
-
-	st = hip.hsa_export_dmabuf(hp->dptr, b->size, &fd, &off);
-	if (st != HSA_STATUS_SUCCESS) {
-		snprintf(b->why, sizeof(b->why), "hsa_amd_portable_export_dmabuf: status 0x%x (the amdgpu driver needs dma-buf export)",
-			 (unsigned int)st);
-		return -EOPNOTSUPP;
-	}
-	if (off) {
-		/* the ring addresses the dma-buf from its start */
-		hip.hsa_close_dmabuf(fd);
-		snprintf(b->why, sizeof(b->why), "hsa_amd_portable_export_dmabuf: allocation starts %llu bytes into the dma-buf",
-			 (unsigned long long)off);
-		return -EINVAL;
-	}
-	hp->hsa_fd = true;
-	b->dmabuf_fd = fd;
-	return 0;
-}
-
-static int hip_export(struct gpu_buf *b)
-{
-	struct hip_priv *hp = b->priv;
-	hipError_t e;
-	int fd = -1, ret;
-
-	ret = hip_enter(b);
-	if (ret < 0)
-		return ret;
-	if (!hip.MemGetHandleForAddressRange) {
-		if (!hip.hsa_export_dmabuf) {
-			snprintf(b->why, sizeof(b->why), "this ROCm has neither hipMemGetHandleForAddressRange (ROCm >= 6) nor hsa_amd_portable_export_dmabuf; upgrade ROCm");
-			return -EOPNOTSUPP;
-		}
-		ret = hip_export_hsa(b, hp);
-	} else {
-		e = hip.MemGetHandleForAddressRange(&fd, hp->dptr, b->size,
-						    hipMemRangeHandleTypeDmaBufFd,
-						    0);
-		if (e != hipSuccess)
-			return hip_fail(b, e, "hipMemGetHandleForAddressRange(DmaBuf)");
-		b->dmabuf_fd = fd;
-	}
-	return ret;
-}
-
-/* [off, off + len) as a dma-buf of its own (ROCm >= 6 only) */
-static int hip_export_range(struct gpu_buf *b, size_t off, size_t len,
-			    int *fd)
-{
-	struct hip_priv *hp = b->priv;
-	hipError_t e;
-	int ret;
-
-	*fd = -1;
-	if (!hip.MemGetHandleForAddressRange) {
-		snprintf(b->why, sizeof(b->why), "ROCm 5's hsa_amd_portable_export_dmabuf exports whole allocations only: ROCm >= 6 exports ranges");
-		return -EOPNOTSUPP;
-	}
-	ret = hip_enter(b);
-	if (ret < 0)
-		return ret;
-	e = hip.MemGetHandleForAddressRange(fd, (char *)hp->dptr + off, len,
-					    hipMemRangeHandleTypeDmaBufFd, 0);
-	if (e != hipSuccess) {
-		*fd = -1;
-		return hip_fail(b, e, "hipMemGetHandleForAddressRange(DmaBuf)");
-	}
-	return 0;
-}
-
-/* Reverse order of hip_alloc; copies still queued are drained first. */
-static void hip_free(struct gpu_buf *b)
-{
-	struct hip_priv *hp = b->priv;
-
-	if (!hp)
-		return;
-	hip.SetDevice(b->dev_id);
-	if (hp->stream_live)
-		gpu_stream_exit(b, &hp->stream);
-	/* copies outlived the stop's deadline: leave them their memory */
-	if (b->abandoned) {
-		gpu_keep_abandoned(b);
-		return;
-	}
-	hp->stream_live = false;
-	if (b->dmabuf_fd >= 0) {
-		if (hp->hsa_fd)
-			hip.hsa_close_dmabuf(b->dmabuf_fd);
-		else
-			close(b->dmabuf_fd);
-	}
-	b->dmabuf_fd = -1;
-	hip_free_host(b, hp);
-	hip.Free(hp->dptr);
-	free(hp);
-	b->priv = NULL;
+	return gpu_dev_alloc(b, &hip_runtime, nr_fences);
 }
 
 static int hip_pci_addr(int dev, char *buf, size_t len)
@@ -708,15 +615,15 @@ const struct gpu_provider gpu_hip_provider = {
 	.name		= "hip",
 	.probe		= hip_probe,
 	.alloc		= hip_alloc,
-	.export_dmabuf	= hip_export,
-	.export_range	= hip_export_range,
+	.export_dmabuf	= gpu_dev_export,
+	.export_range	= gpu_dev_export_range,
 	.copy		= gpu_stream_copy,
 	.submit		= gpu_stream_submit,
 	.fence		= gpu_stream_fence,
 	.poll		= gpu_stream_poll,
 	.wait		= gpu_stream_wait,
 	.drain		= gpu_stream_drain,
-	.free		= hip_free,
+	.free		= gpu_dev_free,
 	.pci_addr	= hip_pci_addr,
 	.dmabuf_ok	= hip_dmabuf_ok,
 };

@@ -17,8 +17,8 @@
  * ticket waited for too).
  *
  * What differs between runtimes is a small table of calls (struct
- * gpu_runtime) that cuda.c and hip.c fill; their provider ops point at the
- * gpu_stream_* functions below.
+ * gpu_runtime) that cuda.c and hip.c fill; device.c drives its device part,
+ * and their provider ops point at the gpu_stream_* functions below.
  */
 #ifndef DBR_GPU_STREAM_H
 #define DBR_GPU_STREAM_H
@@ -30,14 +30,36 @@
 #include "provider.h"
 
 struct gpu_klaunch;
+struct gpu_dev;
 
 /*
- * One runtime's calls. Each returns 0 or a negative errno and leaves the
- * runtime's own error name in b->why; event_query returns 1 when the event
- * completed, 0 when not yet. Addresses are device virtual addresses (unified
- * with host addresses in both CUDA and HIP).
+ * One runtime's calls: the device life cycle (device.c) and the copy stream
+ * (below). Each returns 0 or a negative errno and leaves the runtime's own
+ * error name in b->why; event_query returns 1 when the event completed, 0
+ * when not yet. Addresses are device virtual addresses (unified with host
+ * addresses in both CUDA and HIP). b->priv is the buffer's struct gpu_dev.
  */
 struct gpu_runtime {
+	/* usable devices, or a negative errno (the provider's probe) */
+	int (*probe)(char *why, size_t len);
+	/* optional: take the runtime's context of device b->dev_id into d */
+	int (*open)(struct gpu_buf *b, struct gpu_dev *d);
+	void (*close)(struct gpu_dev *d);
+	/* device memory for b->size bytes into d->dptr and d->dsize */
+	int (*mem_alloc)(struct gpu_buf *b, struct gpu_dev *d);
+	const char *mem_alloc_name;	/* its runtime call, for messages */
+	void (*mem_free)(struct gpu_dev *d);
+	/* page-lock the host shadow for DMA */
+	int (*host_register)(struct gpu_buf *b, void *host, size_t len);
+	void (*host_unregister)(void *host);
+	/* a dma-buf fd of [d->dptr, + b->size); d->rt_fd: close it below */
+	int (*export)(struct gpu_buf *b, struct gpu_dev *d, int *fd);
+	void (*close_dmabuf)(int fd);
+	/* optional: [off, off + len) as a dma-buf of its own, closed by close(2) */
+	int (*export_range)(struct gpu_buf *b, struct gpu_dev *d, size_t off,
+			    size_t len, int *fd);
+	/* optional: what the allocated memory is, into b->export_kind */
+	void (*describe)(struct gpu_buf *b, struct gpu_dev *d);
 	/* make the buffer's device (context) current on the calling thread */
 	int (*enter)(struct gpu_buf *b);
 	int (*stream_create)(struct gpu_buf *b, void **stream);

@@ -96,7 +96,6 @@ struct dbr_data {
 	unsigned long copy_errors_said;	/* the pipeline's copy_errors, as seen */
 	bool copy_burst;	/* copies failing: said once until they work */
 	unsigned long late;	/* I/O given back without their copies at the stop */
-	struct gpu_stream_stats copy_stats;	/* kept past iomem_free */
 	int stats_fd;		/* gpu_stats_file, or -1 */
 	const char *stats_path;	/* its name (the option's or the environment's) */
 	bool ended;		/* dbr_end ran: results counted, all released */

@@ -562,7 +562,7 @@ static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 			     sizeof(msg));
 		return dbr_fail(td, E2BIG, "iomem_alloc", msg);
 	}
-	ret = gpu_buf_alloc(&dd->buf, total_mem, dd->nr_ios);
+	ret = gpu_buf_alloc(&dd->buf, total_mem);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
 			 prov->name, dd->buf.size >> 20, dd->buf.dev_id,
@@ -616,8 +616,9 @@ static void dbr_iomem_free(struct thread_data *td)
 		return;
 	dbr_unregister_all(dd);
 	dbr_close_pieces(dd);
-	if (dd->buf.stream)
-		dd->copy_stats = *gpu_buf_stats(&dd->buf);
+	/* the copy stream goes before the memory it copies */
+	if (dd->pipe_ready)
+		dbr_pipe_exit(&dd->pipe);
 	gpu_buf_free(&dd->buf);
 	td->orig_buffer = NULL;
 }
@@ -663,22 +664,23 @@ static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
  * fio's data, not whatever the allocator left there. */
 static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 {
-	const struct gpu_provider *prov = dd->buf.prov;
+	struct gpu_stream *s = dbr_pipe_stream(&dd->pipe);
 	uint64_t ticket;
 	char msg[256];
 	int ret;
 
-	if (dd->buf.host_is_device)
+	if (!s)
 		return 0;
-	ret = prov->copy(&dd->buf, GPU_H2D, 0, dd->buf.size);
+	ret = gpu_stream_copy(s, GPU_H2D, 0, dd->buf.size);
 	if (!ret)
-		ret = prov->fence(&dd->buf, &ticket);
+		ret = gpu_stream_fence(s, &ticket);
 	if (!ret)
-		ret = prov->wait(&dd->buf, ticket);
+		ret = gpu_stream_wait(s, ticket);
 	if (!ret)
 		return 0;
 	snprintf(msg, sizeof(msg), "gpu=%s: initial copy into device memory failed: %s",
-		 prov->name, dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+		 dd->buf.prov->name,
+		 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
 	return dbr_fail(td, -ret, "gpu copy", msg);
 }
 
@@ -689,7 +691,8 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 	if (!dbr_first_thread(td))
 		return;
 	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
-	gpu_kcopy_describe(&dd->buf, copies, sizeof(copies));
+	gpu_kcopy_describe(dbr_pipe_stream(&dd->pipe), &dd->buf, copies,
+			   sizeof(copies));
 	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s%s%s",
 		 td->o.name, dd->buf.prov->name, dd->buf.dev_id,
 		 dd->p2p ? "p2p" : "bounce",
@@ -705,6 +708,17 @@ static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 		 dd->cpus_said);
 }
 
+static int dbr_no_pipe(struct thread_data *td, struct dbr_data *dd)
+{
+	char msg[320];
+
+	if (!dd->buf.why[0])
+		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
+	snprintf(msg, sizeof(msg), "gpu=%s: a copy stream on device %d: %s",
+		 dd->buf.prov->name, dd->buf.dev_id, dd->buf.why);
+	return dbr_fail(td, EIO, "gpu stream", msg);
+}
+
 static int dbr_post_init(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
@@ -714,7 +728,7 @@ static int dbr_post_init(struct thread_data *td)
 		return 1;
 	if (dbr_pipe_init(&dd->pipe, &dd->ring, &dd->buf, dd->nr_ios, dd->p2p,
 			  dd->sync) < 0)
-		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
+		return dbr_no_pipe(td, dd);
 	dd->pipe_ready = true;
 	if (!dd->p2p && dbr_register_host(td, dd))
 		return 1;
@@ -1084,10 +1098,10 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 	if (dd->stats_fd >= 0)
 		close(dd->stats_fd);
 	dbr_unregister_all(dd);
-	gpu_buf_free(&dd->buf);
-	dbr_say_stop(td, dd);
 	if (dd->pipe_ready)
 		dbr_pipe_exit(&dd->pipe);
+	gpu_buf_free(&dd->buf);
+	dbr_say_stop(td, dd);
 	dbr_ring_exit(&dd->ring);
 	fio_cmdprio_cleanup(&dd->cmdprio);
 }

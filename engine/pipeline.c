@@ -2,7 +2,8 @@
 /*
  * The copy pipeline between the ring and the GPU copies; see pipeline.h for
  * the stages and the ordering rules. Nothing here knows fio or a runtime:
- * the ring is ring.c's, the copies go through the provider's ops.
+ * the ring is ring.c's, the copies go through the pipeline's copy stream
+ * (gpu/stream.h) over the buffer's runtime calls.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +47,25 @@ static unsigned int pass_threshold(unsigned int depth)
 	return n ? n : 1;
 }
 
+/* A copy stream with a fence per I/O, for memory that has a runtime. */
+static int pipe_stream_init(struct dbr_pipe *p)
+{
+	struct gpu_buf *b = p->buf;
+	int ret;
+
+	if (!b->prov || !b->prov->rt)
+		return 0;
+	ret = gpu_stream_init(b, &p->stream, b->prov->rt, b->dev_addr,
+			      p->depth);
+	if (ret < 0) {
+		free(p->pass);
+		p->pass = NULL;
+		return ret;
+	}
+	p->stream_live = true;
+	return 0;
+}
+
 int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  struct gpu_buf *buf, unsigned int depth, bool p2p,
 		  bool sync)
@@ -64,11 +84,16 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 	pfifo_init(&p->post);
 	pfifo_init(&p->ready);
 	p->pass = calloc(p->depth, sizeof(*p->pass));
-	return p->pass ? 0 : -ENOMEM;
+	if (!p->pass)
+		return -ENOMEM;
+	return pipe_stream_init(p);
 }
 
 void dbr_pipe_exit(struct dbr_pipe *p)
 {
+	if (p->stream_live)
+		gpu_stream_exit(p->buf, &p->stream);
+	p->stream_live = false;
 	free(p->pass);
 	p->pass = NULL;
 }
@@ -127,7 +152,7 @@ static void fail_copy(struct dbr_pipe *p, struct dbr_pio *io, int err)
 
 static void drain(struct dbr_pipe *p)
 {
-	p->buf->prov->drain(p->buf);
+	gpu_stream_drain(&p->stream);
 }
 
 /* Fence what the pass queued so far: I/O first..end-1 gets the ticket. */
@@ -137,7 +162,7 @@ static int fence_upto(struct dbr_pipe *p, unsigned int *first,
 	uint64_t ticket;
 	int ret;
 
-	ret = p->buf->prov->fence(p->buf, &ticket);
+	ret = gpu_stream_fence(&p->stream, &ticket);
 	if (ret < 0)
 		return ret;
 	for (; *first < end; (*first)++)
@@ -154,7 +179,6 @@ static int fence_upto(struct dbr_pipe *p, unsigned int *first,
  */
 static void run_pass(struct dbr_pipe *p)
 {
-	const struct gpu_provider *prov = p->buf->prov;
 	unsigned int i, round, rounds = 1, first = 0;
 	uint64_t now = gpu_now_ns();
 	size_t bytes = 0;
@@ -167,13 +191,14 @@ static void run_pass(struct dbr_pipe *p)
 	}
 	for (round = 0; round < rounds && !ret; round++) {
 		if (round)
-			ret = prov->submit(p->buf);
+			ret = gpu_stream_submit(&p->stream);
 		for (i = 0; i < p->nr_pass && !ret; i++) {
 			struct dbr_pio *io = p->pass[i];
 
 			if (round < io->nr_copies)
-				ret = prov->copy(p->buf, io->copy[round],
-						 io->off, io->req.len);
+				ret = gpu_stream_copy(&p->stream,
+						      io->copy[round], io->off,
+						      io->req.len);
 			if (ret || round + 1 < rounds)
 				continue;
 			bytes += io->req.len;
@@ -235,7 +260,7 @@ static int copies_done(struct dbr_pipe *p, struct dbr_pio *io)
 		return 1;
 	if (!io->ticket)
 		return 0;
-	ret = p->buf->prov->poll(p->buf, io->ticket);
+	ret = gpu_stream_poll(&p->stream, io->ticket);
 	if (ret < 0) {
 		drain(p);
 		fail_copy(p, io, ret);
@@ -390,7 +415,7 @@ static int spin_both(struct dbr_pipe *p, uint64_t ticket)
 	int ret;
 
 	while (dbr_ring_inflight(p->ring)) {
-		ret = p->buf->prov->poll(p->buf, ticket);
+		ret = gpu_stream_poll(&p->stream, ticket);
 		if (ret)
 			return ret;
 		if (dbr_ring_ready(p->ring))
@@ -455,7 +480,7 @@ static int wait_progress(struct dbr_pipe *p)
 		return dbr_ring_wait_timeout(p->ring,
 					     spin > 0 ? spin : DBR_RING_NAP_NS);
 	if (!ret)
-		ret = p->buf->prov->wait(p->buf, ticket);
+		ret = gpu_stream_wait(&p->stream, ticket);
 	if (ret < 0)
 		fail_fenced(p, ticket, ret);
 	return 0;

@@ -17,7 +17,8 @@
  *  - An I/O comes back exactly once, and never while a copy on its bytes may
  *    still run: after a failed copy call the stream is drained first.
  *
- * Copies go to the provider in passes. A pass gathers the copies of every
+ * Copies go to the pipeline's copy stream (gpu/stream.h, made at init over
+ * the buffer's runtime calls; none for memory that needs no copies) in passes. A pass gathers the copies of every
  * I/O that needs one, writes as fio queues them and reads as the ring
  * finishes them, and goes to the runtime when it is full (half the depth, or
  * DBR_FENCE_BYTES) or when the engine is about to wait: so passes grow to
@@ -35,6 +36,7 @@
 
 #include "provider.h"
 #include "ring.h"
+#include "stream.h"
 
 /*
  * copies of one pass share a fence until they move this many bytes, and a
@@ -98,12 +100,28 @@ struct dbr_pipe {
 	size_t pass_bytes;	/* what the open pass moves */
 	unsigned int full_pass;	/* I/O that make a pass go at once */
 	struct dbr_pipe_stats st;
+	struct gpu_stream stream;	/* the buffer's copies, if it has any */
+	bool stream_live;
 };
 
 int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  struct gpu_buf *buf, unsigned int depth, bool p2p,
 		  bool sync);
+/* Copies still running finish; then the stream and the pass go (idempotent). */
 void dbr_pipe_exit(struct dbr_pipe *p);
+
+/* The copy stream, NULL for memory without one (host memory). */
+static inline struct gpu_stream *dbr_pipe_stream(struct dbr_pipe *p)
+{
+	return p->stream_live ? &p->stream : NULL;
+}
+
+/* What the copy stream did: zeros without one, kept after exit. */
+static inline const struct gpu_stream_stats *
+dbr_pipe_copy_stats(const struct dbr_pipe *p)
+{
+	return &p->stream.st;
+}
 
 int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io);
 int dbr_pipe_commit_copies(struct dbr_pipe *p);

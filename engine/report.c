@@ -107,7 +107,7 @@ void dbr_say_stop(struct thread_data *td, struct dbr_data *dd)
 /* the copy stream's counters, live or as iomem_free left them */
 static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
 {
-	return dd->buf.stream ? gpu_buf_stats(&dd->buf) : &dd->copy_stats;
+	return dbr_pipe_copy_stats(&dd->pipe);
 }
 
 static double per_unit_us(uint64_t ns, unsigned long n)
@@ -140,6 +140,17 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		 ps->copy_errors);
 }
 
+/* r's GPU: the provider's name, the device and its PCI address */
+static void dbr_result_of_gpu(struct dbr_result *r,
+			      const struct gpu_provider *p, int dev)
+{
+	char pci[64];
+
+	if (!p->pci_addr || p->pci_addr(dev, pci, sizeof(pci)))
+		pci[0] = '\0';
+	dbr_result_set_gpu(r, p->name, dev, pci);
+}
+
 /* The thread's results, in fio's own figures: what fio's report says of it */
 static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 			  struct dbr_result *r)
@@ -155,7 +166,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->pid = getpid();
 	r->dev = -1;
 	if (dd->buf.prov)
-		dbr_result_set_gpu(r, dd->buf.prov, dd->buf.dev_id);
+		dbr_result_of_gpu(r, dd->buf.prov, dd->buf.dev_id);
 	r->p2p = dd->p2p;
 	for (d = 0; d < DBR_NR_DIRS; d++) {
 		r->bytes[d] = td->io_bytes[ddir[d]];

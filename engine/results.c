@@ -36,16 +36,13 @@ double dbr_result_iops(const struct dbr_result *r, int dir)
 	return ms ? 1000.0 * (double)r->ios[dir] / (double)ms : 0.0;
 }
 
-void dbr_result_set_gpu(struct dbr_result *r, const struct gpu_provider *p,
-			int dev)
+void dbr_result_set_gpu(struct dbr_result *r, const char *gpu, int dev,
+			const char *pci)
 {
-	char raw[64];
-
-	snprintf(r->gpu, sizeof(r->gpu), "%s", p->name);
+	snprintf(r->gpu, sizeof(r->gpu), "%s", gpu);
 	r->dev = dev;
 	r->pci[0] = '\0';
-	if (p->pci_addr && !p->pci_addr(dev, raw, sizeof(raw)) &&
-	    dbr_bdf_normalize(raw, r->pci, sizeof(r->pci)) < 0)
+	if (pci && pci[0] && dbr_bdf_normalize(pci, r->pci, sizeof(r->pci)) < 0)
 		r->pci[0] = '\0';
 }
 

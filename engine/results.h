@@ -21,7 +21,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "provider.h"
 #include "topology.h"
 
 enum { DBR_RD, DBR_WR, DBR_NR_DIRS };
@@ -76,9 +75,12 @@ struct dbr_gpu_sum {
 uint64_t dbr_result_bw(const struct dbr_result *r, int dir);
 double dbr_result_iops(const struct dbr_result *r, int dir);
 
-/* r's GPU fields: provider name, device, and its PCI address if known. */
-void dbr_result_set_gpu(struct dbr_result *r, const struct gpu_provider *p,
-			int dev);
+/*
+ * r's GPU fields: provider name, device, and its PCI address as the runtime
+ * writes it ("00000000:3B:00.0"; NULL or "" when not known).
+ */
+void dbr_result_set_gpu(struct dbr_result *r, const char *gpu, int dev,
+			const char *pci);
 
 /*
  * r as one JSON object and a newline into buf (len bytes); run names the fio

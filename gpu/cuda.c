@@ -736,11 +736,6 @@ static const struct gpu_runtime cuda_runtime = {
 	.kernel_launch	= rt_kernel_launch,
 };
 
-static int cuda_alloc(struct gpu_buf *b, unsigned int nr_fences)
-{
-	return gpu_dev_alloc(b, &cuda_runtime, nr_fences);
-}
-
 static int cuda_pci_addr(int dev, char *buf, size_t len)
 {
 	char why[160];
@@ -785,16 +780,11 @@ static int cuda_dmabuf_ok(int dev, char *why, size_t len)
 const struct gpu_provider gpu_cuda_provider = {
 	.name		= "cuda",
 	.probe		= cuda_probe,
-	.alloc		= cuda_alloc,
+	.alloc		= gpu_dev_alloc,
 	.export_dmabuf	= gpu_dev_export,
 	.export_range	= gpu_dev_export_range,
-	.copy		= gpu_stream_copy,
-	.submit		= gpu_stream_submit,
-	.fence		= gpu_stream_fence,
-	.poll		= gpu_stream_poll,
-	.wait		= gpu_stream_wait,
-	.drain		= gpu_stream_drain,
 	.free		= gpu_dev_free,
 	.pci_addr	= cuda_pci_addr,
 	.dmabuf_ok	= cuda_dmabuf_ok,
+	.rt		= &cuda_runtime,
 };

@@ -93,9 +93,9 @@ static void dev_free_host(struct gpu_buf *b, struct gpu_dev *d)
 	gpu_shadow_unmap(b);
 }
 
-int gpu_dev_alloc(struct gpu_buf *b, const struct gpu_runtime *rt,
-		  unsigned int nr_fences)
+int gpu_dev_alloc(struct gpu_buf *b)
 {
+	const struct gpu_runtime *rt = b->prov->rt;
 	struct gpu_dev *d;
 	int ret;
 
@@ -113,17 +113,12 @@ int gpu_dev_alloc(struct gpu_buf *b, const struct gpu_runtime *rt,
 	ret = dev_alloc_host(b, d);
 	if (ret < 0)
 		goto err_dev;
-	ret = gpu_stream_init(b, &d->stream, rt, d->dptr, nr_fences);
-	if (ret < 0)
-		goto err_host;
-	d->stream_live = true;
+	b->dev_addr = d->dptr;
 	b->host_is_device = false;
 	if (rt->describe)
 		rt->describe(b, d);
 	return 0;
 
-err_host:
-	dev_free_host(b, d);
 err_dev:
 	rt->mem_free(d);
 err_close:
@@ -161,7 +156,7 @@ int gpu_dev_export_range(struct gpu_buf *b, size_t off, size_t len, int *fd)
 	return ret < 0 ? ret : d->rt->export_range(b, d, off, len, fd);
 }
 
-/* Reverse order of gpu_dev_alloc; copies still queued are drained first. */
+/* Reverse order of gpu_dev_alloc (a stream over b has been exited). */
 void gpu_dev_free(struct gpu_buf *b)
 {
 	struct gpu_dev *d = b->priv;
@@ -169,14 +164,11 @@ void gpu_dev_free(struct gpu_buf *b)
 	if (!d)
 		return;
 	d->rt->enter(b);
-	if (d->stream_live)
-		gpu_stream_exit(b, &d->stream);
 	/* copies outlived the stop's deadline: leave them their memory */
 	if (b->abandoned) {
 		gpu_keep_abandoned(b);
 		return;
 	}
-	d->stream_live = false;
 	if (b->dmabuf_fd >= 0) {
 		if (d->rt_fd)
 			d->rt->close_dmabuf(b->dmabuf_fd);
@@ -189,4 +181,5 @@ void gpu_dev_free(struct gpu_buf *b)
 	dev_close(d);
 	free(d);
 	b->priv = NULL;
+	b->dev_addr = 0;
 }

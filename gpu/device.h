@@ -2,11 +2,13 @@
 /*
  * A GPU buffer's life cycle, written once for every GPU runtime: device
  * memory, the host shadow page-locked for DMA, the dma-buf export and the
- * release of all of it in reverse order. What differs between CUDA and HIP
+ * release of all of it in reverse order. A copy stream over the buffer
+ * (stream.h) is its user's, made after alloc and exited before free. What differs between CUDA and HIP
  * is the device part of their table of calls (struct gpu_runtime, stream.h):
  * cuda.c and hip.c load their library, fill the table and keep their quirks
  * (allocation granularity, the device-ordinal check, the HSA export) inside
- * their calls; their providers point alloc, export_dmabuf and free here.
+ * their calls; their providers point alloc, export_dmabuf and free here
+ * and hand the table out as their rt.
  *
  * Functions return 0 or a negative errno and leave the runtime's words in
  * b->why; nothing prints.
@@ -31,16 +33,14 @@ struct gpu_dev {
 	bool host_locked;	/* the shadow is page-locked */
 	bool rt_fd;		/* the dma-buf is closed through the runtime */
 	unsigned long long export_flags;	/* what the export settled */
-	bool stream_live;
-	struct gpu_stream stream;
 };
 
 /*
- * Allocate b->size bytes on b->dev_id through rt: device memory, the host
- * shadow, the copy stream. On failure nothing is held and b->priv is NULL.
+ * Allocate b->size bytes on b->dev_id through b->prov->rt: device memory
+ * (b->dev_addr) and the host shadow (b->host). On failure nothing is held
+ * and b->priv is NULL.
  */
-int gpu_dev_alloc(struct gpu_buf *b, const struct gpu_runtime *rt,
-		  unsigned int nr_fences);
+int gpu_dev_alloc(struct gpu_buf *b);
 /* Export the device allocation as a dma-buf into b->dmabuf_fd. */
 int gpu_dev_export(struct gpu_buf *b);
 /* [off, off + len) as a dma-buf of its own into *fd (-EOPNOTSUPP: cannot). */

@@ -579,11 +579,6 @@ static const struct gpu_runtime hip_runtime = {
 	.write_value	= rt_write_value,
 };
 
-static int hip_alloc(struct gpu_buf *b, unsigned int nr_fences)
-{
-	return gpu_dev_alloc(b, &hip_runtime, nr_fences);
-}
-
 static int hip_pci_addr(int dev, char *buf, size_t len)
 {
 	char why[160];
@@ -614,16 +609,11 @@ static int hip_dmabuf_ok(int dev, char *why, size_t len)
 const struct gpu_provider gpu_hip_provider = {
 	.name		= "hip",
 	.probe		= hip_probe,
-	.alloc		= hip_alloc,
+	.alloc		= gpu_dev_alloc,
 	.export_dmabuf	= gpu_dev_export,
 	.export_range	= gpu_dev_export_range,
-	.copy		= gpu_stream_copy,
-	.submit		= gpu_stream_submit,
-	.fence		= gpu_stream_fence,
-	.poll		= gpu_stream_poll,
-	.wait		= gpu_stream_wait,
-	.drain		= gpu_stream_drain,
 	.free		= gpu_dev_free,
 	.pci_addr	= hip_pci_addr,
 	.dmabuf_ok	= hip_dmabuf_ok,
+	.rt		= &hip_runtime,
 };

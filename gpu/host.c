@@ -2,7 +2,7 @@
 /*
  * Host memory provider, for machines without a GPU: a sealed memfd mapping is
  * both the shadow fio sees and the "device" memory, so no copy is ever
- * needed. /dev/udmabuf (CONFIG_UDMABUF) turns the memfd into a dma-buf for the
+ * needed (no runtime table, no copy stream). /dev/udmabuf (CONFIG_UDMABUF) turns the memfd into a dma-buf for the
  * p2p path; without it the memory still serves the fixed-buffer path.
  */
 #define _GNU_SOURCE
@@ -32,12 +32,11 @@ static int host_probe(char *why, size_t len)
 	return 1;
 }
 
-static int host_alloc(struct gpu_buf *b, unsigned int nr_fences)
+static int host_alloc(struct gpu_buf *b)
 {
 	struct host_priv *hp;
 	int ret;
 
-	(void)nr_fences;
 	hp = calloc(1, sizeof(*hp));
 	if (!hp)
 		return -ENOMEM;
@@ -131,44 +130,6 @@ static int host_export(struct gpu_buf *b)
 	return host_export_range(b, 0, b->size, &b->dmabuf_fd);
 }
 
-/* The shadow is the memory: copies are no-ops and fences complete at once. */
-static int host_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
-		     size_t len)
-{
-	(void)b;
-	(void)dir;
-	(void)off;
-	(void)len;
-	return 0;
-}
-
-static int host_nop(struct gpu_buf *b)
-{
-	(void)b;
-	return 0;
-}
-
-static int host_fence(struct gpu_buf *b, uint64_t *ticket)
-{
-	(void)b;
-	*ticket = 0;
-	return 0;
-}
-
-static int host_poll(struct gpu_buf *b, uint64_t ticket)
-{
-	(void)b;
-	(void)ticket;
-	return 1;
-}
-
-static int host_wait(struct gpu_buf *b, uint64_t ticket)
-{
-	(void)b;
-	(void)ticket;
-	return 0;
-}
-
 static void host_free(struct gpu_buf *b)
 {
 	struct host_priv *hp = b->priv;
@@ -205,12 +166,6 @@ const struct gpu_provider gpu_host_provider = {
 	.alloc		= host_alloc,
 	.export_dmabuf	= host_export,
 	.export_range	= host_export_range,
-	.copy		= host_copy,
-	.submit		= host_nop,
-	.fence		= host_fence,
-	.poll		= host_poll,
-	.wait		= host_wait,
-	.drain		= host_nop,
 	.free		= host_free,
 	.dmabuf_ok	= host_dmabuf_ok,
 };

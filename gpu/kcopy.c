@@ -70,10 +70,12 @@ const char *gpu_copy_mode_name(enum gpu_copy_mode mode)
 	return "?";
 }
 
-void gpu_kcopy_describe(const struct gpu_buf *b, char *buf, size_t len)
+void gpu_kcopy_describe(const struct gpu_stream *s, const struct gpu_buf *b,
+			char *buf, size_t len)
 {
-	const char *why;
-	enum gpu_copy_mode got = gpu_buf_copy_mode(b, &why);
+	const char *why = "";
+	enum gpu_copy_mode got = s ? gpu_stream_copy_mode(s, &why) :
+				     b->copy_mode;
 
 	if (got == GPU_COPY_AUTO)
 		snprintf(buf, len, "copy kernel under %u KiB, DMA from %u KiB",

@@ -21,6 +21,8 @@
 
 #include "provider.h"
 
+struct gpu_stream;
+
 /* Descriptors per launch: 32 + 8 x 256 bytes of the 4 KiB parameter space. */
 #define GPU_KCOPY_MAX		256u
 /* Offsets and lengths in units of the kernel's 16-byte loads and stores. */
@@ -79,10 +81,12 @@ bool gpu_kcopy_add(struct gpu_klaunch *l, const struct gpu_copy *c);
 const char *gpu_copy_mode_name(enum gpu_copy_mode mode);
 
 /*
- * How b's copies run, for the job's line: "copy kernel under 64 KiB, DMA
- * from 64 KiB", "DMA", or DMA and why the kernel asked for is not used.
+ * How copies on stream s over b run (s NULL: no stream made yet, as b's
+ * copy_mode asks), for the job's line: "copy kernel under 64 KiB, DMA from
+ * 64 KiB", "DMA", or DMA and why the kernel asked for is not used.
  */
-void gpu_kcopy_describe(const struct gpu_buf *b, char *buf, size_t len);
+void gpu_kcopy_describe(const struct gpu_stream *s, const struct gpu_buf *b,
+			char *buf, size_t len);
 
 /* The PTX text of dbr_kcopy (kcopy_ptx.h). */
 const char *gpu_kcopy_ptx(void);

@@ -11,7 +11,6 @@
 #include <sys/mman.h>
 
 #include "provider.h"
-#include "stream.h"
 
 /* Device providers are tried in this order by gpu=auto; host always works. */
 static const struct gpu_provider *const providers[] = {
@@ -75,13 +74,13 @@ void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 	b->spin_ns = spin_ns;
 }
 
-int gpu_buf_alloc(struct gpu_buf *b, size_t size, unsigned int nr_fences)
+int gpu_buf_alloc(struct gpu_buf *b, size_t size)
 {
 	b->size = gpu_buf_round(size);
 	/* providers left out at configure time have no alloc */
 	if (!b->prov->alloc)
 		return -ENOTSUP;
-	return b->prov->alloc(b, nr_fences);
+	return b->prov->alloc(b);
 }
 
 void gpu_buf_free(struct gpu_buf *b)
@@ -126,18 +125,6 @@ void gpu_shadow_unmap(struct gpu_buf *b)
 	if (b->host)
 		munmap(b->host, b->size);
 	b->host = NULL;
-}
-
-const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b)
-{
-	return &b->stream->st;
-}
-
-enum gpu_copy_mode gpu_buf_copy_mode(const struct gpu_buf *b,
-				     const char **why)
-{
-	*why = b->stream ? b->stream->kwhy : "";
-	return b->stream ? b->stream->mode : b->copy_mode;
 }
 
 /*

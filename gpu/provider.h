@@ -4,13 +4,12 @@
  *
  * Every provider sits behind one ops table and is chosen by name at run time
  * (gpu=cuda|hip|host); the engine never knows which is underneath. A provider
- * allocates, per fio thread, a host shadow (what fio reads and writes) and a
- * device allocation of the same size, exports the device allocation as a
- * dma-buf on request, and copies between the two asynchronously on one
- * in-order stream per thread. Copies are queued, sent to the runtime in
- * batches (submit), and fenced: a fence returns a ticket, and tickets complete
- * in the order they were handed out. Two copies of the same bytes must be
- * separated by a submit (copies within one batch run in any order).
+ * is memory: it allocates, per fio thread, a host shadow (what fio reads and
+ * writes) and a device allocation of the same size, exports the device
+ * allocation as a dma-buf on request, frees both, and tells a device's PCI
+ * address. Copies between shadow and device are not the provider's: a device
+ * provider hands out its runtime's table of calls (rt), over which a copy
+ * stream (stream.h) runs; host memory is the device's and needs none.
  *
  * Functions return 0 or a negative errno; a provider may leave a short
  * detail (the runtime's own error name) in buf->why for the top-level message.
@@ -36,7 +35,7 @@ enum gpu_copy_mode {
 };
 
 struct gpu_provider;
-struct gpu_stream;
+struct gpu_runtime;
 
 /* What a buffer's copy stream did, for the end-of-job report. */
 struct gpu_stream_stats {
@@ -61,9 +60,11 @@ struct gpu_buf {
 	bool host_is_device;	/* shadow is the device memory: no copies */
 	long spin_ns;		/* a wait for copies spins this long, then
 				 * sleeps (< 0: never sleeps); set by init */
-	enum gpu_copy_mode copy_mode;	/* gpu_copy; set by the caller
-					 * between gpu_buf_init and alloc */
-	struct gpu_stream *stream;	/* device providers' copy stream */
+	enum gpu_copy_mode copy_mode;	/* gpu_copy: how a copy stream over
+					 * the buffer copies; set before one
+					 * is made (stream.h) */
+	uint64_t dev_addr;	/* device address of the allocation (device
+				 * providers; what a copy stream copies to) */
 	uint64_t deadline_ns;	/* gpu_now_ns() after which waits for copies
 				 * give up (-ETIMEDOUT); 0: never. Set when
 				 * the job stops (runtime over, a signal) */
@@ -87,11 +88,10 @@ struct gpu_provider {
 	/* Number of usable devices, or a negative errno (runtime missing...). */
 	int (*probe)(char *why, size_t len);
 	/*
-	 * Allocate shadow and device memory of b->size bytes on b->dev_id, with
-	 * room for nr_fences fences outstanding at once. On failure nothing is
-	 * held.
+	 * Allocate shadow and device memory of b->size bytes on b->dev_id. On
+	 * failure nothing is held.
 	 */
-	int (*alloc)(struct gpu_buf *b, unsigned int nr_fences);
+	int (*alloc)(struct gpu_buf *b);
 	/* Export the device allocation as a dma-buf into b->dmabuf_fd. */
 	int (*export_dmabuf)(struct gpu_buf *b);
 	/*
@@ -102,19 +102,6 @@ struct gpu_provider {
 	 */
 	int (*export_range)(struct gpu_buf *b, size_t off, size_t len,
 			    int *fd);
-	/* Queue a copy of [off, off + len) between shadow and device. */
-	int (*copy)(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
-		    size_t len);
-	/* Send the queued copies to the runtime (one batch where it can). */
-	int (*submit)(struct gpu_buf *b);
-	/* submit, then record a fence after every copy so far: *ticket */
-	int (*fence)(struct gpu_buf *b, uint64_t *ticket);
-	/* 1 when fence 'ticket' is done (and so every older one), 0 if not */
-	int (*poll)(struct gpu_buf *b, uint64_t ticket);
-	/* Block until fence 'ticket' is done. */
-	int (*wait)(struct gpu_buf *b, uint64_t ticket);
-	/* Block until nothing queued on the stream runs any more (errors). */
-	int (*drain)(struct gpu_buf *b);
 	/* Release everything alloc and export_dmabuf acquired. */
 	void (*free)(struct gpu_buf *b);
 	/*
@@ -129,6 +116,8 @@ struct gpu_provider {
 	 * in why. After probe; allocates nothing.
 	 */
 	int (*dmabuf_ok)(int dev, char *why, size_t len);
+	/* the runtime's calls a copy stream runs over; NULL: no copies */
+	const struct gpu_runtime *rt;
 };
 
 extern const struct gpu_provider gpu_host_provider;
@@ -144,8 +133,8 @@ const struct gpu_provider *gpu_provider_auto(char *why, size_t len);
  */
 void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 		  int dev_id, long spin_ns);
-/* Allocate size bytes (gpu_buf_round) with room for nr_fences fences. */
-int gpu_buf_alloc(struct gpu_buf *b, size_t size, unsigned int nr_fences);
+/* Allocate size bytes (rounded: gpu_buf_round). */
+int gpu_buf_alloc(struct gpu_buf *b, size_t size);
 void gpu_buf_free(struct gpu_buf *b);
 /*
  * b->abandoned: the provider keeps what its copies may still touch (priv,
@@ -160,17 +149,6 @@ void gpu_keep_abandoned(struct gpu_buf *b);
  */
 int gpu_shadow_map(struct gpu_buf *b);
 void gpu_shadow_unmap(struct gpu_buf *b);
-
-/* The copy stream's counters (b->stream set: a device provider). */
-const struct gpu_stream_stats *gpu_buf_stats(const struct gpu_buf *b);
-
-/*
- * How the stream copies: b->copy_mode, or GPU_COPY_DMA where the copy
- * kernel could not be had; then *why is the runtime's reason, "" where the
- * runtime has no copy kernel. No stream: b->copy_mode, *why "".
- */
-enum gpu_copy_mode gpu_buf_copy_mode(const struct gpu_buf *b,
-				     const char **why);
 
 /*
  * Nanoseconds a wait for copies spins before it sleeps, < 0: no sleep; from

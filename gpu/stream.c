@@ -116,7 +116,7 @@ int gpu_stream_init(struct gpu_buf *b, struct gpu_stream *s,
 {
 	int ret;
 
-	*s = (struct gpu_stream){ .rt = rt, .dev_base = dev_base };
+	*s = (struct gpu_stream){ .buf = b, .rt = rt, .dev_base = dev_base };
 	nr_fences = nr_fences ? nr_fences : 1;
 	s->cap = 2 * nr_fences + 2;
 	s->events = calloc(nr_fences, sizeof(*s->events));
@@ -144,7 +144,6 @@ int gpu_stream_init(struct gpu_buf *b, struct gpu_stream *s,
 	}
 	flag_map(b, s);
 	kcopy_setup(b, s);
-	b->stream = s;
 	return 0;
 err:
 	stream_free(s);
@@ -173,7 +172,7 @@ static int drain_by_deadline(struct gpu_buf *b, struct gpu_stream *s)
 	int ret;
 
 	s->nr_queued = 0;
-	while ((ret = gpu_stream_poll(b, s->issued)) == 0) {
+	while ((ret = gpu_stream_poll(s, s->issued)) == 0) {
 		if (past_deadline(b))
 			return -ETIMEDOUT;
 		nap(50000);
@@ -196,7 +195,6 @@ void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s)
 	if (s->stream)
 		s->rt->stream_sync(b, s->stream);
 	stream_free(s);
-	b->stream = NULL;
 }
 
 static bool overlaps(const struct gpu_copy *c, size_t off, size_t len)
@@ -215,16 +213,16 @@ static bool conflicts(const struct gpu_stream *s, size_t off, size_t len)
 	return false;
 }
 
-int gpu_stream_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
+int gpu_stream_copy(struct gpu_stream *s, enum gpu_copy_dir dir, size_t off,
 		    size_t len)
 {
-	struct gpu_stream *s = b->stream;
+	struct gpu_buf *b = s->buf;
 	int ret;
 
 	if (off > b->size || len > b->size - off)
 		return -EINVAL;
 	if (s->nr_queued == s->cap || conflicts(s, off, len)) {
-		ret = gpu_stream_submit(b);
+		ret = gpu_stream_submit(s);
 		if (ret < 0)
 			return ret;
 	}
@@ -421,11 +419,18 @@ static int stream_send(struct gpu_buf *b, struct gpu_stream *s,
 	return ret;
 }
 
-int gpu_stream_submit(struct gpu_buf *b)
+int gpu_stream_submit(struct gpu_stream *s)
 {
 	bool signalled;
 
-	return stream_send(b, b->stream, 0, &signalled);
+	return stream_send(s->buf, s, 0, &signalled);
+}
+
+enum gpu_copy_mode gpu_stream_copy_mode(const struct gpu_stream *s,
+					const char **why)
+{
+	*why = s->kwhy;
+	return s->mode;
 }
 
 static void *ticket_event(const struct gpu_stream *s, uint64_t ticket)
@@ -456,16 +461,16 @@ static int fence_event(struct gpu_buf *b, struct gpu_stream *s, uint64_t t)
 
 	/* an event is reused only once the fence it held has completed */
 	if (t > s->nr_events && s->done < t - s->nr_events) {
-		ret = gpu_stream_wait(b, t - s->nr_events);
+		ret = gpu_stream_wait(s, t - s->nr_events);
 		if (ret < 0)
 			return ret;
 	}
 	return s->rt->event_record(b, ticket_event(s, t), s->stream);
 }
 
-int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket)
+int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket)
 {
-	struct gpu_stream *s = b->stream;
+	struct gpu_buf *b = s->buf;
 	uint64_t t = s->issued + 1, t0;
 	bool signalled;
 	int ret;
@@ -496,9 +501,9 @@ static void fence_done(struct gpu_stream *s, uint64_t ticket)
 		s->done = ticket;
 }
 
-int gpu_stream_poll(struct gpu_buf *b, uint64_t ticket)
+int gpu_stream_poll(struct gpu_stream *s, uint64_t ticket)
 {
-	struct gpu_stream *s = b->stream;
+	struct gpu_buf *b = s->buf;
 	int ret;
 
 	if (ticket <= s->done)
@@ -545,12 +550,13 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
  * slow, in 200 us naps that also ask whether the job stops; from then on
  * give up stop_bound_ns later.
  */
-static int wait_stoppable(struct gpu_buf *b, uint64_t ticket)
+static int wait_stoppable(struct gpu_stream *s, uint64_t ticket)
 {
+	struct gpu_buf *b = s->buf;
 	uint64_t t0 = gpu_now_ns();
 	int ret;
 
-	while ((ret = gpu_stream_poll(b, ticket)) == 0) {
+	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
 		if (gpu_now_ns() - t0 < 1000000) {
 			nap(20000);
 			continue;
@@ -565,13 +571,13 @@ static int wait_stoppable(struct gpu_buf *b, uint64_t ticket)
 }
 
 /* Spin on the fence for up to b->spin_ns, then sleep in the runtime. */
-int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
+int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket)
 {
-	struct gpu_stream *s = b->stream;
+	struct gpu_buf *b = s->buf;
 	uint64_t t0 = gpu_now_ns();
 	int ret;
 
-	while ((ret = gpu_stream_poll(b, ticket)) == 0) {
+	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
 		/* stopping: never sleep past the deadline in the runtime */
 		if (b->deadline_ns) {
 			if (past_deadline(b))
@@ -580,15 +586,15 @@ int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket)
 			continue;
 		}
 		if (gpu_spin_over(t0, b->spin_ns))
-			return b->stop ? wait_stoppable(b, ticket) :
+			return b->stop ? wait_stoppable(s, ticket) :
 			       sleep_for(b, s, ticket);
 	}
 	return ret < 0 ? ret : 0;
 }
 
-int gpu_stream_drain(struct gpu_buf *b)
+int gpu_stream_drain(struct gpu_stream *s)
 {
-	struct gpu_stream *s = b->stream;
+	struct gpu_buf *b = s->buf;
 	int ret = s->rt->enter(b);
 
 	if (!ret && b->deadline_ns)

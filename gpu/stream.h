@@ -17,8 +17,8 @@
  * ticket waited for too).
  *
  * What differs between runtimes is a small table of calls (struct
- * gpu_runtime) that cuda.c and hip.c fill; device.c drives its device part,
- * and their provider ops point at the gpu_stream_* functions below.
+ * gpu_runtime) that cuda.c and hip.c fill; device.c drives its device part
+ * and the pipeline (or any other user of a device buffer) holds a stream.
  */
 #ifndef DBR_GPU_STREAM_H
 #define DBR_GPU_STREAM_H
@@ -112,6 +112,7 @@ struct gpu_copy {
 };
 
 struct gpu_stream {
+	struct gpu_buf *buf;	/* the buffer it copies within */
 	const struct gpu_runtime *rt;
 	uint64_t dev_base;	/* device address of the allocation */
 	void *stream;
@@ -135,18 +136,43 @@ struct gpu_stream {
 	struct gpu_stream_stats st;
 };
 
+/*
+ * A stream copying between b's host shadow and its device memory at
+ * dev_base (b->dev_addr) through rt (b->prov->rt), with room for nr_fences
+ * fences outstanding at once. It must be exited before b is freed.
+ */
 int gpu_stream_init(struct gpu_buf *b, struct gpu_stream *s,
 		    const struct gpu_runtime *rt, uint64_t dev_base,
 		    unsigned int nr_fences);
+/* Copies still queued finish, then everything the stream holds goes. */
 void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s);
 
-/* provider ops (provider.h), for providers whose b->stream is set */
-int gpu_stream_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
+/*
+ * Copies are queued, sent to the runtime in batches (submit), and fenced:
+ * a fence returns a ticket, and tickets complete in the order they were
+ * handed out. Two copies of the same bytes must be separated by a submit
+ * (copies within one batch run in any order).
+ */
+/* Queue a copy of [off, off + len) between shadow and device. */
+int gpu_stream_copy(struct gpu_stream *s, enum gpu_copy_dir dir, size_t off,
 		    size_t len);
-int gpu_stream_submit(struct gpu_buf *b);
-int gpu_stream_fence(struct gpu_buf *b, uint64_t *ticket);
-int gpu_stream_poll(struct gpu_buf *b, uint64_t ticket);
-int gpu_stream_wait(struct gpu_buf *b, uint64_t ticket);
-int gpu_stream_drain(struct gpu_buf *b);
+/* Send the queued copies to the runtime (one batch where it can). */
+int gpu_stream_submit(struct gpu_stream *s);
+/* submit, then record a fence after every copy so far: *ticket */
+int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket);
+/* 1 when fence 'ticket' is done (and so every older one), 0 if not */
+int gpu_stream_poll(struct gpu_stream *s, uint64_t ticket);
+/* Block until fence 'ticket' is done (spinning b->spin_ns first). */
+int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket);
+/* Block until nothing queued on the stream runs any more (errors). */
+int gpu_stream_drain(struct gpu_stream *s);
+
+/*
+ * How the stream copies: the buffer's copy_mode, or GPU_COPY_DMA where the
+ * copy kernel could not be had; then *why is the runtime's reason, "" where
+ * the runtime has no copy kernel.
+ */
+enum gpu_copy_mode gpu_stream_copy_mode(const struct gpu_stream *s,
+					const char **why);
 
 #endif

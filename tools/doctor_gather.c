@@ -245,7 +245,7 @@ static void export_probe_buf(struct dd_ctx *c)
 	struct dd_facts *f = &c->rep.f;
 
 	gpu_buf_init(&c->buf, c->prov, c->rep.opts.gpu_dev, gpu_spin_ns());
-	f->alloc_err = gpu_buf_alloc(&c->buf, DD_PROBE_BYTES, 1);
+	f->alloc_err = gpu_buf_alloc(&c->buf, DD_PROBE_BYTES);
 	if (f->alloc_err < 0) {
 		snprintf(f->export_why, sizeof(f->export_why), "%s", c->buf.why);
 		return;

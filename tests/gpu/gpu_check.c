@@ -19,7 +19,8 @@
  * device memory as a dma-buf (-x: try, must succeed, must fail cleanly,
  * or skip) and show its /proc/self/fdinfo exporter; keep everything for -k
  * milliseconds (to watch nvidia-smi); free; check no fd was leaked.
- * -f: the allocation must fail cleanly (failure injection).
+ * -f: the allocation, or else the copy stream over it, must fail cleanly
+ * (failure injection).
  * Exit: 0 pass, 1 fail, 77 the provider's runtime or device is absent.
  */
 #define _GNU_SOURCE
@@ -97,9 +98,9 @@ static unsigned char pattern(size_t i, int seed)
  * Shadow -> device -> shadow: one fence after the upload, then a fence per
  * chunk copied back (one batch each), polled newest first; 0 or <0.
  */
-static int round_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
+static int round_trip(struct gpu_stream *s, int seed, unsigned long *not_ready)
 {
-	const struct gpu_provider *p = b->prov;
+	struct gpu_buf *b = s->buf;
 	size_t chunk = b->size / NR_CHUNKS, i;
 	unsigned char *h = b->host;
 	uint64_t t[NR_CHUNKS], up;
@@ -107,27 +108,27 @@ static int round_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
 
 	for (i = 0; i < b->size; i++)
 		h[i] = pattern(i, seed);
-	ret = p->copy(b, GPU_H2D, 0, b->size);
+	ret = gpu_stream_copy(s, GPU_H2D, 0, b->size);
 	if (!ret)
-		ret = p->fence(b, &up);
+		ret = gpu_stream_fence(s, &up);
 	if (!ret)
-		ret = p->wait(b, up);
+		ret = gpu_stream_wait(s, up);
 	if (ret)
 		return ret;
 	memset(h, 0, b->size);
 	for (c = 0; c < NR_CHUNKS; c++) {
-		ret = p->copy(b, GPU_D2H, c * chunk, chunk);
+		ret = gpu_stream_copy(s, GPU_D2H, c * chunk, chunk);
 		if (!ret)
-			ret = p->fence(b, &t[c]);
+			ret = gpu_stream_fence(s, &t[c]);
 		if (ret)
 			return ret;
 	}
-	while ((ret = p->poll(b, t[NR_CHUNKS - 1])) == 0)
+	while ((ret = gpu_stream_poll(s, t[NR_CHUNKS - 1])) == 0)
 		(*not_ready)++;
 	if (ret < 0)
 		return ret;
 	for (c = 0; c < NR_CHUNKS; c++) {
-		ret = p->poll(b, t[c]);
+		ret = gpu_stream_poll(s, t[c]);
 		if (ret != 1)
 			return ret < 0 ? ret : -EPROTO;
 	}
@@ -141,20 +142,20 @@ static int round_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
 }
 
 /* every other block from `from` on (at most 600), and one odd-sized copy */
-static int small_copies(struct gpu_buf *b, enum gpu_copy_dir dir, size_t from,
-			uint64_t *t)
+static int small_copies(struct gpu_stream *s, enum gpu_copy_dir dir,
+			size_t from, uint64_t *t)
 {
-	const struct gpu_provider *p = b->prov;
+	struct gpu_buf *b = s->buf;
 	size_t off;
 	int ret = 0, n = 0;
 
 	for (off = from; !ret && off + SMALL <= b->size && n < 600;
 	     off += 2 * SMALL, n++)
-		ret = p->copy(b, dir, off, SMALL);
+		ret = gpu_stream_copy(s, dir, off, SMALL);
 	if (!ret)
-		ret = p->copy(b, dir, SMALL + 8, 100);	/* in a gap: DMA */
+		ret = gpu_stream_copy(s, dir, SMALL + 8, 100);	/* in a gap: DMA */
 	if (!ret)
-		ret = p->fence(b, t);
+		ret = gpu_stream_fence(s, t);
 	return ret;
 }
 
@@ -170,9 +171,9 @@ static bool small_copied(size_t i, size_t from, size_t end)
  * shadow cleared, the blocks copied back; the scatter's bytes must be in
  * host memory once its fence says done (polled, not waited).
  */
-static int small_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
+static int small_trip(struct gpu_stream *s, int seed, unsigned long *not_ready)
 {
-	const struct gpu_provider *p = b->prov;
+	struct gpu_buf *b = s->buf;
 	size_t from = 4 * SMALL, end, i;
 	unsigned char *h = b->host;
 	uint64_t t;
@@ -181,14 +182,14 @@ static int small_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
 	end = from + 2 * SMALL * 600;
 	for (i = 0; i < b->size; i++)
 		h[i] = pattern(i, seed + 1);
-	ret = small_copies(b, GPU_H2D, from, &t);
+	ret = small_copies(s, GPU_H2D, from, &t);
 	if (!ret)
-		ret = p->wait(b, t);
+		ret = gpu_stream_wait(s, t);
 	if (ret)
 		return ret;
 	memset(h, 0, b->size);
-	ret = small_copies(b, GPU_D2H, from, &t);
-	while (!ret && (ret = p->poll(b, t)) == 0)
+	ret = small_copies(s, GPU_D2H, from, &t);
+	while (!ret && (ret = gpu_stream_poll(s, t)) == 0)
 		(*not_ready)++;
 	if (ret < 0)
 		return ret;
@@ -206,12 +207,12 @@ static int small_trip(struct gpu_buf *b, int seed, unsigned long *not_ready)
 }
 
 /* "copies by copy kernel ..., 4 kernel launches, 3 runtime calls" */
-static void copy_summary(const struct gpu_buf *b, char *out, size_t len)
+static void copy_summary(const struct gpu_stream *s, char *out, size_t len)
 {
-	const struct gpu_stream_stats *st = gpu_buf_stats(b);
+	const struct gpu_stream_stats *st = &s->st;
 	char how[320];
 
-	gpu_kcopy_describe(b, how, sizeof(how));
+	gpu_kcopy_describe(s, s->buf, how, sizeof(how));
 	snprintf(out, len, "copies by %s, %lu kernel launches, %lu runtime calls",
 		 how, st->launches, st->calls);
 }
@@ -241,6 +242,44 @@ static int check_export(struct gpu_buf *b, char *out, size_t len)
 	return opt.exp == EXP_REFUSE ? -1 : 0;
 }
 
+/* -f past a good alloc: the buffer's copy stream must be what fails, cleanly */
+static int stream_must_fail(struct gpu_buf *b, struct worker *w)
+{
+	struct gpu_stream s;
+	int ret;
+
+	ret = b->prov->rt ? gpu_stream_init(b, &s, b->prov->rt, b->dev_addr,
+					     NR_FENCES) : 0;
+	if (!ret) {
+		if (b->prov->rt)
+			gpu_stream_exit(b, &s);
+		snprintf(w->line, sizeof(w->line), "alloc and copy stream succeeded, a failure was expected");
+		return -1;
+	}
+	snprintf(w->line, sizeof(w->line), "copy stream on device %d failed: %s (%s)",
+		 w->dev, strerror(-ret), b->why[0] ? b->why : "no detail");
+	return b->why[0] ? 0 : -1;
+}
+
+/* The copies, on a stream of the buffer's runtime made for them. */
+static int run_copies(struct gpu_buf *b, int seed, unsigned long *not_ready,
+		      char *how, size_t len)
+{
+	struct gpu_stream s;
+	int ret;
+
+	ret = gpu_stream_init(b, &s, b->prov->rt, b->dev_addr, NR_FENCES);
+	if (ret)
+		return ret;
+	ret = round_trip(&s, seed, not_ready);
+	if (!ret)
+		ret = small_trip(&s, seed, not_ready);
+	if (!ret)
+		copy_summary(&s, how, len);
+	gpu_stream_exit(b, &s);
+	return ret;
+}
+
 static int run_one(struct worker *w, struct gpu_buf *b)
 {
 	unsigned long not_ready = 0;
@@ -249,36 +288,28 @@ static int run_one(struct worker *w, struct gpu_buf *b)
 
 	gpu_buf_init(b, opt.prov, w->dev, gpu_spin_ns());
 	b->copy_mode = opt.copy;
-	ret = gpu_buf_alloc(b, opt.size, NR_FENCES);
+	ret = gpu_buf_alloc(b, opt.size);
 	if (ret) {
 		snprintf(w->line, sizeof(w->line), "alloc %zu MiB on device %d failed: %s (%s)",
 			 b->size >> 20, w->dev, strerror(-ret),
 			 b->why[0] ? b->why : "no detail");
 		return opt.want_alloc_fail && b->why[0] && !b->priv ? 0 : -1;
 	}
-	if (opt.want_alloc_fail) {
-		snprintf(w->line, sizeof(w->line), "alloc succeeded, a failure was expected");
-		ret = -1;
-		goto out;
-	}
-	if (!b->host_is_device) {
-		ret = round_trip(b, w->idx, &not_ready);
-		if (!ret)
-			ret = small_trip(b, w->idx, &not_ready);
-		if (!ret)
-			copy_summary(b, how, sizeof(how));
+	if (opt.want_alloc_fail)
+		return stream_must_fail(b, w);
+	if (b->prov->rt) {
+		ret = run_copies(b, w->idx, &not_ready, how, sizeof(how));
 		if (ret) {
 			snprintf(w->line, sizeof(w->line), "copies failed: %s (%s)",
 				 strerror(-ret), b->why[0] ? b->why : "no detail");
-			goto out;
+			return ret;
 		}
 	}
 	ret = check_export(b, exp, sizeof(exp));
 	snprintf(w->line, sizeof(w->line), "%zu MiB on device %d, copies %s (%lu polls not ready%s%s), %s",
 		 b->size >> 20, w->dev,
-		 b->host_is_device ? "not needed" : "verified", not_ready,
+		 b->prov->rt ? "verified" : "not needed", not_ready,
 		 how[0] ? "; " : "", how, exp);
-out:
 	return ret;
 }
 

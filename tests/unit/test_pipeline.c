@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The copy pipeline (engine/pipeline.c) driven the way fio drives it, over a
- * real io_uring ring and a real file, with a fake GPU provider whose copies
- * really move bytes between the host shadow and a "device" array, but only
- * when a fence completes: late (after a number of polls), out of order across
- * fences, or failing (copy, fence or poll calls, at random).
+ * real io_uring ring and a real file, with its real copy stream (gpu/stream.c)
+ * over a fake GPU runtime whose copies really move bytes between the host
+ * shadow and a "device" array, but only when a fence completes: late (after
+ * a number of polls), several at once, only when waited for, or failing
+ * (copy, fence and poll calls, at random). Fences complete in stream order,
+ * as every runtime's do.
  *
  * Checked on every run:
  *  - requests reach the ring in the order they were queued (so a sync never
@@ -21,6 +23,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,29 +36,35 @@
 #define NR_BLOCKS	64
 
 /* ------------------------------------------------------------------------ */
-/* the fake provider                                                        */
+/* the fake runtime, under the real copy stream (gpu/stream.c)              */
 
 enum fake_mode {
 	FAKE_IN_ORDER	= 0,
 	FAKE_LATE	= 1,	/* a fence completes only after some polls */
-	FAKE_REORDER	= 2,	/* fences complete in any order */
+	FAKE_BURST	= 2,	/* progress completes several fences at once */
 	FAKE_FAIL	= 4,	/* copy, fence and poll calls fail at random */
 	FAKE_STUCK	= 8,	/* fences complete only when waited for */
 };
 
+#define FAKE_BASE	0x7f0000000000ull	/* the "device" address */
+#define FAKE_EVENTS	64
+
 struct fcopy {
 	enum gpu_copy_dir dir;
 	size_t off, len;
-	uint64_t fence;		/* 0 until fenced */
-	bool submitted, done;
+	uint64_t fence;		/* 0 until an event is recorded after it */
+	bool done;
 };
 
 static struct {
 	int mode;
+	struct gpu_buf *buf;
 	unsigned char *dev;
 	struct fcopy *c;
 	unsigned int nr, cap;
-	uint64_t fences;
+	uint64_t fences;		/* events recorded */
+	uint64_t ev_fence[FAKE_EVENTS];	/* the fence an event stands for */
+	unsigned int nr_events;
 	bool fence_done[1 << 16];
 	unsigned long calls, fails, polls;
 	unsigned int seed;
@@ -66,22 +75,23 @@ static unsigned int rnd(unsigned int n)
 	return (unsigned int)(rand_r(&fk.seed) % n);
 }
 
-static bool inject_failure(void)
+static bool inject_failure(struct gpu_buf *b)
 {
 	if (!(fk.mode & FAKE_FAIL) || rnd(40))
 		return false;
 	fk.fails++;
+	snprintf(b->why, sizeof(b->why), "fake: injected failure");
 	return true;
 }
 
-/* Run every copy a fence covers, in the order they were submitted. */
-static void complete_fence(struct gpu_buf *b, uint64_t t)
+/* Run every copy a fence covers, in the order they were sent. */
+static void complete_fence(uint64_t t)
 {
 	unsigned int i;
 
 	for (i = 0; i < fk.nr; i++) {
 		struct fcopy *c = &fk.c[i];
-		unsigned char *h = (unsigned char *)b->host + c->off;
+		unsigned char *h = (unsigned char *)fk.buf->host + c->off;
 
 		if (c->fence != t || c->done)
 			continue;
@@ -104,17 +114,18 @@ static uint64_t oldest_pending_fence(void)
 	return 0;
 }
 
-/* Some progress on the "GPU": the oldest fence, or any in reorder mode. */
-static void make_progress(struct gpu_buf *b)
+/* Some progress on the "GPU", in stream order: one fence, or a burst. */
+static void make_progress(void)
 {
-	uint64_t t = oldest_pending_fence();
+	uint64_t t = oldest_pending_fence(), last;
 
 	if (!t)
 		return;
-	if (fk.mode & FAKE_REORDER)
-		t += rnd((unsigned int)(fk.fences - t + 1));
-	if (!fk.fence_done[t])
-		complete_fence(b, t);
+	last = t;
+	if (fk.mode & FAKE_BURST)
+		last += rnd((unsigned int)(fk.fences - t + 1));
+	for (; t <= last; t++)
+		complete_fence(t);
 }
 
 static bool pending_on(size_t off, size_t len)
@@ -130,100 +141,155 @@ static bool pending_on(size_t off, size_t len)
 	return false;
 }
 
-static int fake_copy(struct gpu_buf *b, enum gpu_copy_dir dir, size_t off,
-		     size_t len)
+static int fk_enter(struct gpu_buf *b)
 {
-	if (off + len > b->size)
-		return -EINVAL;
-	if (inject_failure())
-		return -EIO;
-	if (fk.nr == fk.cap) {
-		fk.cap = fk.cap ? 2 * fk.cap : 1024;
-		fk.c = realloc(fk.c, fk.cap * sizeof(*fk.c));
-	}
-	fk.c[fk.nr++] = (struct fcopy){ .dir = dir, .off = off, .len = len };
-	return 0;
-}
-
-static int fake_submit(struct gpu_buf *b)
-{
-	unsigned int i;
-
 	(void)b;
-	fk.calls++;
-	for (i = 0; i < fk.nr; i++)
-		fk.c[i].submitted = true;
 	return 0;
 }
 
-static int fake_fence(struct gpu_buf *b, uint64_t *ticket)
+static int fk_stream_create(struct gpu_buf *b, void **stream)
 {
-	unsigned int i;
-
-	fake_submit(b);
-	if (inject_failure())
-		return -EIO;
-	fk.fences++;
-	for (i = 0; i < fk.nr; i++)
-		if (!fk.c[i].fence && !fk.c[i].done)
-			fk.c[i].fence = fk.fences;
-	*ticket = fk.fences;
-	if (!(fk.mode & (FAKE_LATE | FAKE_REORDER | FAKE_STUCK)))
-		complete_fence(b, fk.fences);
+	(void)b;
+	*stream = &fk;
 	return 0;
 }
 
-static int fake_poll(struct gpu_buf *b, uint64_t t)
-{
-	fk.polls++;
-	if (!t || t > fk.fences)
-		return -EINVAL;
-	if (inject_failure())
-		return -EIO;
-	if (!fk.fence_done[t] && !(fk.mode & FAKE_STUCK) && rnd(3) == 0)
-		make_progress(b);
-	return fk.fence_done[t];
-}
-
-static int fake_wait(struct gpu_buf *b, uint64_t t)
-{
-	if (!t || t > fk.fences)
-		return -EINVAL;
-	if (inject_failure())
-		return -EIO;
-	while (!fk.fence_done[t])
-		make_progress(b);
-	return 0;
-}
-
-/* Sent copies run to the end; copies never sent are dropped. */
-static int fake_drain(struct gpu_buf *b)
+/* The stream runs to the end: every copy sent completes. */
+static int fk_stream_sync(struct gpu_buf *b, void *stream)
 {
 	unsigned int i;
 	uint64_t t;
 
-	for (i = 0; i < fk.nr; i++)
-		if (!fk.c[i].submitted)
-			fk.c[i].done = true;
+	(void)b;
+	(void)stream;
 	for (i = 0; i < fk.nr; i++)
 		if (!fk.c[i].done && !fk.c[i].fence)
 			fk.c[i].fence = fk.fences + 1;	/* runs all the same */
 	for (t = 1; t <= fk.fences + 1; t++)
 		if (!fk.fence_done[t])
-			complete_fence(b, t);
+			complete_fence(t);
 	fk.fence_done[fk.fences + 1] = false;
 	return 0;
 }
 
+static void fk_stream_destroy(void *stream)
+{
+	(void)stream;
+}
+
+static int fk_event_create(struct gpu_buf *b, void **event)
+{
+	(void)b;
+	if (fk.nr_events == FAKE_EVENTS)
+		return -ENOMEM;
+	*event = &fk.ev_fence[fk.nr_events++];
+	return 0;
+}
+
+static void fk_event_destroy(void *event)
+{
+	(void)event;
+}
+
+/* A fence after every copy sent so far; done at once in order mode. */
+static int fk_event_record(struct gpu_buf *b, void *event, void *stream)
+{
+	unsigned int i;
+
+	(void)stream;
+	if (inject_failure(b))
+		return -EIO;
+	fk.fences++;
+	for (i = 0; i < fk.nr; i++)
+		if (!fk.c[i].fence && !fk.c[i].done)
+			fk.c[i].fence = fk.fences;
+	*(uint64_t *)event = fk.fences;
+	if (!(fk.mode & (FAKE_LATE | FAKE_BURST | FAKE_STUCK)))
+		complete_fence(fk.fences);
+	return 0;
+}
+
+static int fk_event_query(struct gpu_buf *b, void *event)
+{
+	uint64_t t = *(uint64_t *)event;
+
+	fk.polls++;
+	if (inject_failure(b))
+		return -EIO;
+	if (!fk.fence_done[t] && !(fk.mode & FAKE_STUCK) && rnd(3) == 0)
+		make_progress();
+	return fk.fence_done[t];
+}
+
+static int fk_event_sync(struct gpu_buf *b, void *event)
+{
+	uint64_t t = *(uint64_t *)event;
+
+	if (inject_failure(b))
+		return -EIO;
+	while (!fk.fence_done[t])
+		make_progress();
+	return 0;
+}
+
+static int fk_copy(struct gpu_buf *b, void *stream, enum gpu_copy_dir dir,
+		   uint64_t dst, uint64_t src, size_t len)
+{
+	uint64_t dev = dir == GPU_H2D ? dst : src;
+
+	(void)stream;
+	if (dev < FAKE_BASE || dev - FAKE_BASE + len > b->size)
+		return -EINVAL;
+	if (inject_failure(b))
+		return -EIO;
+	if (fk.nr == fk.cap) {
+		fk.cap = fk.cap ? 2 * fk.cap : 1024;
+		fk.c = realloc(fk.c, fk.cap * sizeof(*fk.c));
+	}
+	fk.c[fk.nr++] = (struct fcopy){ .dir = dir, .off = dev - FAKE_BASE,
+					.len = len };
+	fk.calls++;
+	return 0;
+}
+
+/* no batch call: the stream sends its copies one by one */
+static int fk_copy_batch(struct gpu_buf *b, void *stream, uint64_t *dst,
+			 uint64_t *src, size_t *len, size_t n, size_t *done)
+{
+	(void)b;
+	(void)stream;
+	(void)dst;
+	(void)src;
+	(void)len;
+	(void)n;
+	*done = 0;
+	return -ENOSYS;
+}
+
+static const struct gpu_runtime fake_rt = {
+	.enter		= fk_enter,
+	.stream_create	= fk_stream_create,
+	.stream_sync	= fk_stream_sync,
+	.stream_destroy	= fk_stream_destroy,
+	.event_create	= fk_event_create,
+	.event_destroy	= fk_event_destroy,
+	.event_record	= fk_event_record,
+	.event_query	= fk_event_query,
+	.event_sync	= fk_event_sync,
+	.copy		= fk_copy,
+	.copy_batch	= fk_copy_batch,
+};
+
 static const struct gpu_provider fake_provider = {
 	.name	= "fake",
-	.copy	= fake_copy,
-	.submit	= fake_submit,
-	.fence	= fake_fence,
-	.poll	= fake_poll,
-	.wait	= fake_wait,
-	.drain	= fake_drain,
+	.rt	= &fake_rt,
 };
+
+/* copies the pipeline asked the stream for (neighbours fold before the runtime) */
+static unsigned long stream_copies(const struct dbr_pipe *p)
+{
+	return dbr_pipe_copy_stats(p)->copies;
+}
 
 /* ------------------------------------------------------------------------ */
 /* a job: the ring, the file, the I/O slots, and what the checks saw         */
@@ -279,7 +345,8 @@ static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
 	if (!ret)
 		ret = dbr_ring_register_buf_table(&j->ring, 1);
 	j->buf = (struct gpu_buf){ .prov = &fake_provider, .size = DEPTH * BS,
-				   .dmabuf_fd = -1 };
+				   .dmabuf_fd = -1, .dev_addr = FAKE_BASE };
+	fk.buf = &j->buf;
 	j->buf.host = aligned_alloc(BS, DEPTH * BS);
 	fk.dev = calloc(1, DEPTH * BS);
 	if (!ret)
@@ -457,7 +524,7 @@ static void run_data(const char *name, int mode, bool sync, unsigned int seed)
 	for (b = 0; b < NR_BLOCKS; b++)
 		queue_op(&j, DBR_OP_READ, order[b]);
 	drain_job(&j);
-	copies = (unsigned long)fk.nr;
+	copies = stream_copies(&j.pipe);
 	CHECK(!j.out_of_order && !j.early_write,
 	      "%s: ring order is queue order, %lu syncs after their writes, no write before its copy",
 	      name, j.sync_ops);
@@ -470,7 +537,7 @@ static void run_data(const char *name, int mode, bool sync, unsigned int seed)
 	      name, j.bad_bytes, j.errors + j.queue_errors);
 	CHECK(copies == (sync ? 4u : 2u) * NR_BLOCKS &&
 	      j.pipe.st.copy_passes <= fk.fences && !j.pipe.st.copy_errors,
-	      "%s: %lu copies (%s per I/O), %lu passes, %lu fences, %lu submits",
+	      "%s: %lu copies (%s per I/O), %lu passes, %lu fences, %lu runtime copy calls",
 	      name, copies, sync ? "2" : "1", j.pipe.st.copy_passes,
 	      (unsigned long)fk.fences, fk.calls);
 	job_exit(&j);
@@ -636,20 +703,20 @@ static void run_pass_rule(enum dbr_op op)
 	for (i = 0; i + 1 < full; i++)
 		queue_committed(&j, op, i);
 	n = dbr_pipe_getevents(&j.pipe, done, 0, DEPTH);
-	CHECK(n == 0 && j.pipe.st.copy_passes == 0 && fk.nr == 0,
+	CHECK(n == 0 && j.pipe.st.copy_passes == 0 && stream_copies(&j.pipe) == 0,
 	      "%s: %u committed and a reap that need not wait: no copy sent (%lu passes)",
 	      what, full - 1, j.pipe.st.copy_passes);
 	queue_committed(&j, op, i++);
 	if (op == DBR_OP_READ)
 		dbr_pipe_getevents(&j.pipe, done, 0, DEPTH);
-	CHECK(j.pipe.st.copy_passes == 1 && fk.nr == full,
-	      "%s: the %uth fills the pass, sent at once: %lu pass of %u copies",
-	      what, full, j.pipe.st.copy_passes, fk.nr);
+	CHECK(j.pipe.st.copy_passes == 1 && stream_copies(&j.pipe) == full,
+	      "%s: the %uth fills the pass, sent at once: %lu pass of %lu copies",
+	      what, full, j.pipe.st.copy_passes, stream_copies(&j.pipe));
 	queue_committed(&j, op, i++);
 	collect(&j, 1);
-	CHECK(j.pipe.st.copy_passes == 2 && fk.nr == full + 1,
-	      "%s: one more, then a reap that must wait: sent before the wait (%lu passes, %u copies)",
-	      what, j.pipe.st.copy_passes, fk.nr);
+	CHECK(j.pipe.st.copy_passes == 2 && stream_copies(&j.pipe) == full + 1,
+	      "%s: one more, then a reap that must wait: sent before the wait (%lu passes, %lu copies)",
+	      what, j.pipe.st.copy_passes, stream_copies(&j.pipe));
 	drain_job(&j);
 	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
 	      j.came_back == full + 1 && !j.with_copy_pending,
@@ -689,7 +756,7 @@ static void run_pass_growth(const char *name, int mode, enum dbr_op op)
 	}
 	drain_job(&j);
 	passes = j.pipe.st.copy_passes;
-	copies = (unsigned long)fk.nr;
+	copies = stream_copies(&j.pipe);
 	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
 	      j.came_back == 4 * NR_BLOCKS && !j.with_copy_pending,
 	      "%s: order kept, all back once, no copy pending", name);
@@ -706,10 +773,10 @@ int main(void)
 	run_sync_behind_slow_writes();
 	run_data("in order", FAKE_IN_ORDER, false, 1);
 	run_data("late", FAKE_LATE, false, 2);
-	run_data("reordered", FAKE_REORDER, false, 3);
-	run_data("late+reordered gpu_sync", FAKE_LATE | FAKE_REORDER, true, 4);
+	run_data("in bursts", FAKE_BURST, false, 3);
+	run_data("late+bursts gpu_sync", FAKE_LATE | FAKE_BURST, true, 4);
 	run_failures("failing", FAKE_IN_ORDER, 5);
-	run_failures("failing+reordered", FAKE_REORDER | FAKE_LATE, 6);
+	run_failures("failing+bursts", FAKE_BURST | FAKE_LATE, 6);
 	run_no_copies(1);
 	run_no_copies(DEPTH);
 	run_copy_stage();

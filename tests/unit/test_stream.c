@@ -328,14 +328,14 @@ static void test_merge(void)
 	 * 3 and 7,8: 0-2 fold into one copy, 7-8 into another, 3 stays alone
 	 * beside H2D 2 (another direction), 5 stays alone (4 is not copied).
 	 */
-	gpu_stream_copy(&b, GPU_H2D, 2 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 0 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 1 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 5 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_D2H, 3 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_D2H, 8 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_D2H, 7 * BLK, BLK);
-	ret = gpu_stream_fence(&b, &ticket);
+	gpu_stream_copy(&s, GPU_H2D, 2 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 0 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 1 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 5 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_D2H, 3 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_D2H, 8 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_D2H, 7 * BLK, BLK);
+	ret = gpu_stream_fence(&s, &ticket);
 	CHECK(ret == 0 && fk.batches == 1 && fk.last_n == 4 && !fk.overlaps,
 	      "7 copies reach the runtime as 4 in one batch call (got %zu in %u calls)",
 	      fk.last_n, fk.batches);
@@ -352,14 +352,14 @@ static void test_merge(void)
 	      "D2H bytes landed in the host shadow");
 	CHECK(fk.dev[4 * BLK] != host[4 * BLK] && fk.dev[6 * BLK] != host[6 * BLK],
 	      "blocks between the copies were not touched");
-	CHECK(gpu_stream_poll(&b, ticket) == 1, "the fence completes");
+	CHECK(gpu_stream_poll(&s, ticket) == 1, "the fence completes");
 
 	/* the same bytes twice: never one batch, never one copy */
 	fk.batches = 0;
-	gpu_stream_copy(&b, GPU_H2D, 10 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_D2H, 10 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_D2H, 11 * BLK, BLK);
-	ret = gpu_stream_fence(&b, &ticket);
+	gpu_stream_copy(&s, GPU_H2D, 10 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_D2H, 10 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_D2H, 11 * BLK, BLK);
+	ret = gpu_stream_fence(&s, &ticket);
 	CHECK(ret == 0 && fk.batches + fk.singles >= 2 && !fk.overlaps,
 	      "a copy of bytes already queued goes in a later call (%u batch, %u single calls)",
 	      fk.batches, fk.singles);
@@ -481,18 +481,18 @@ static void test_kernel_auto(void)
 	CHECK(ret == 0 && fk.loads == 1, "stream with copy kernels (%d)", ret);
 	if (ret)
 		return;
-	gpu_kcopy_describe(&b, how, sizeof(how));
+	gpu_kcopy_describe(&s, &b, how, sizeof(how));
 	CHECK(!strcmp(how, "copy kernel under 64 KiB, DMA from 64 KiB"),
 	      "the job's line: %s", how);
-	gpu_stream_copy(&b, GPU_H2D, 4 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 0 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 2 * BLK, 2 * 512);
-	gpu_stream_copy(&b, GPU_D2H, 6 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 16 * BLK, 16 * BLK);	/* 64 KiB */
-	gpu_stream_copy(&b, GPU_D2H, 40 * BLK + 8, 100);	/* misaligned */
+	gpu_stream_copy(&s, GPU_H2D, 4 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 0 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 2 * BLK, 2 * 512);
+	gpu_stream_copy(&s, GPU_D2H, 6 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 16 * BLK, 16 * BLK);	/* 64 KiB */
+	gpu_stream_copy(&s, GPU_D2H, 40 * BLK + 8, 100);	/* misaligned */
 	for (i = 0; i < 16; i++)	/* 4 KiB reads side by side: 64 KiB */
-		gpu_stream_copy(&b, GPU_H2D, (64 + (i * 7) % 16) * BLK, BLK);
-	ret = gpu_stream_fence(&b, &ticket);
+		gpu_stream_copy(&s, GPU_H2D, (64 + (i * 7) % 16) * BLK, BLK);
+	ret = gpu_stream_fence(&s, &ticket);
 	CHECK(ret == 0 && fk.launches == 1 && !fk.bad_launches && !fk.overlaps,
 	      "20 small copies in 1 launch (%u, %u bad)", fk.launches,
 	      fk.bad_launches);
@@ -514,7 +514,7 @@ static void test_kernel_auto(void)
 	CHECK(!same(&b, 1 * BLK, BLK) && !same(&b, 2 * BLK + 1024, 16) &&
 	      !same(&b, 40 * BLK, 8) && !same(&b, 40 * BLK + 108, 8),
 	      "bytes beside the copies were not touched");
-	CHECK(gpu_stream_poll(&b, ticket) == 1, "the fence completes");
+	CHECK(gpu_stream_poll(&s, ticket) == 1, "the fence completes");
 	close_stream(&b, &s);
 	CHECK(fk.unloads == 1, "the module is unloaded with the stream");
 }
@@ -534,10 +534,10 @@ static void test_kernel_split(void)
 		return;
 	/* 300 gathers of 16 bytes 32 apart (none fold), 10 scatters, 1 MiB */
 	for (i = 0; i < 300; i++)
-		gpu_stream_copy(&b, GPU_H2D, i * 32, 16);
+		gpu_stream_copy(&s, GPU_H2D, i * 32, 16);
 	for (i = 0; i < 10; i++)
-		gpu_stream_copy(&b, GPU_D2H, (BUF_SIZE / 2) + i * 64, 32);
-	ret = gpu_stream_fence(&b, &ticket);
+		gpu_stream_copy(&s, GPU_D2H, (BUF_SIZE / 2) + i * 64, 32);
+	ret = gpu_stream_fence(&s, &ticket);
 	CHECK(ret == 0 && s.st.merged == 0 && fk.launches == 2 &&
 	      !fk.bad_launches && !fk.overlaps && !fk.batches && !fk.singles,
 	      "310 copies in 2 launches, no runtime call (%u launches, %u bad, %u calls)",
@@ -556,8 +556,8 @@ static void test_kernel_split(void)
 	/* the whole buffer in one copy: one descriptor over 256 chunks */
 	fk.launches = 0;
 	fill(b.host, BUF_SIZE, 7);
-	gpu_stream_copy(&b, GPU_H2D, 0, BUF_SIZE);
-	ret = gpu_stream_fence(&b, &ticket);
+	gpu_stream_copy(&s, GPU_H2D, 0, BUF_SIZE);
+	ret = gpu_stream_fence(&s, &ticket);
 	CHECK(ret == 0 && fk.launches == 1 && fk.l[0].n == 1 &&
 	      fk.l[0].chunks == BUF_SIZE / GPU_KCOPY_CHUNK && same(&b, 0, BUF_SIZE),
 	      "kernel mode: a 1 MiB copy in one launch, grid y %u", fk.l[0].chunks);
@@ -584,20 +584,20 @@ static void test_kernel_fence(void)
 	if (ret)
 		return;
 	for (i = 0; i < 8; i++)
-		gpu_stream_copy(&b, i & 1 ? GPU_D2H : GPU_H2D, i * 2 * BLK, BLK);
-	ret = gpu_stream_fence(&b, &t1);
+		gpu_stream_copy(&s, i & 1 ? GPU_D2H : GPU_H2D, i * 2 * BLK, BLK);
+	ret = gpu_stream_fence(&s, &t1);
 	CHECK(ret == 0 && fk.launches == 1 && fk.l[0].fence && !fk.writes &&
-	      !fk.bad_launches && *fk.word == t1 && gpu_stream_poll(&b, t1) == 1,
+	      !fk.bad_launches && *fk.word == t1 && gpu_stream_poll(&s, t1) == 1,
 	      "8 small copies: 1 launch that writes ticket %lu itself, no stream write (%u)",
 	      (unsigned long)t1, fk.writes);
-	gpu_stream_copy(&b, GPU_H2D, 32 * BLK, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 64 * BLK, 16 * BLK);	/* 64 KiB: DMA */
-	ret = gpu_stream_fence(&b, &t2);
+	gpu_stream_copy(&s, GPU_H2D, 32 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 64 * BLK, 16 * BLK);	/* 64 KiB: DMA */
+	ret = gpu_stream_fence(&s, &t2);
 	CHECK(ret == 0 && fk.launches == 2 && !fk.l[1].fence &&
 	      fk.writes == 1 && *fk.word == t2 && t2 == t1 + 1,
 	      "a pass with a copy for the copy calls: the launch does not fence, the stream writes ticket %lu",
 	      (unsigned long)t2);
-	ret = gpu_stream_fence(&b, &t3);
+	ret = gpu_stream_fence(&s, &t3);
 	CHECK(ret == 0 && fk.writes == 2 && *fk.word == t3,
 	      "a fence with nothing queued: the stream's write");
 	close_stream(&b, &s);
@@ -609,8 +609,8 @@ static void test_kernel_fence(void)
 		return;
 	fk.writes = fk.kernel_writes = 0;
 	for (i = 0; i < 300; i++)
-		gpu_stream_copy(&b, GPU_H2D, i * 32, 16);
-	ret = gpu_stream_fence(&b, &t4);
+		gpu_stream_copy(&s, GPU_H2D, i * 32, 16);
+	ret = gpu_stream_fence(&s, &t4);
 	CHECK(ret == 0 && fk.launches == 2 && !fk.l[0].fence && fk.l[1].fence &&
 	      fk.kernel_writes == 1 && !fk.writes && *fk.word == t4 &&
 	      s.st.kernel_fences == 1 && s.st.fences == 1,
@@ -631,10 +631,10 @@ static void test_kernel_not_asked(void)
 	ret = open_stream(&b, &s, &fake_krt, GPU_COPY_DMA, 8);
 	if (ret)
 		return;
-	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
-	gpu_stream_copy(&b, GPU_H2D, 2 * BLK, BLK);
-	ret = gpu_stream_fence(&b, &ticket);
-	gpu_kcopy_describe(&b, how, sizeof(how));
+	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 2 * BLK, BLK);
+	ret = gpu_stream_fence(&s, &ticket);
+	gpu_kcopy_describe(&s, &b, how, sizeof(how));
 	CHECK(ret == 0 && !fk.loads && !fk.launches && fk.batches == 1 &&
 	      !strcmp(how, "DMA"),
 	      "gpu_copy=dma: no module, one batch call (%s)", how);
@@ -643,9 +643,9 @@ static void test_kernel_not_asked(void)
 	ret = open_stream(&b, &s, &fake_rt, GPU_COPY_KERNEL, 8);
 	if (ret)
 		return;
-	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
-	ret = gpu_stream_fence(&b, &ticket);
-	gpu_kcopy_describe(&b, how, sizeof(how));
+	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
+	ret = gpu_stream_fence(&s, &ticket);
+	gpu_kcopy_describe(&s, &b, how, sizeof(how));
 	CHECK(ret == 0 && !fk.launches && fk.singles == 1 && same(&b, 0, BLK) &&
 	      !strcmp(how, "DMA; gpu_copy=kernel: gpu=fake has no copy kernel yet"),
 	      "a runtime without kernels copies by DMA and says so: %s", how);
@@ -672,10 +672,10 @@ static void test_kernel_fallback(void)
 	CHECK(ret == 0 && !b.why[0], "the stream opens when the module does not load");
 	if (ret)
 		return;
-	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
-	gpu_stream_copy(&b, GPU_D2H, 2 * BLK, BLK);
-	ret = gpu_stream_fence(&b, &ticket);
-	gpu_kcopy_describe(&b, how, sizeof(how));
+	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
+	gpu_stream_copy(&s, GPU_D2H, 2 * BLK, BLK);
+	ret = gpu_stream_fence(&s, &ticket);
+	gpu_kcopy_describe(&s, &b, how, sizeof(how));
 	CHECK(ret == 0 && !fk.launches && fk.batches == 1 && same(&b, 0, BLK) &&
 	      same(&b, 2 * BLK, BLK), "copies go by DMA instead");
 	CHECK(!strcmp(how, "DMA; gpu_copy=auto: the copy kernel could not be loaded: fakeModuleLoad: NO_JIT"),
@@ -687,16 +687,16 @@ static void test_kernel_fallback(void)
 	if (ret)
 		return;
 	fk.launch_ret = -EIO;
-	gpu_stream_copy(&b, GPU_H2D, 0, BLK);
-	ret = gpu_stream_fence(&b, &ticket);
+	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
+	ret = gpu_stream_fence(&s, &ticket);
 	fk.launch_ret = 0;
 	CHECK(ret == -EIO && !strcmp(b.why, "fakeLaunchKernel: LAUNCH_FAILED") &&
 	      !s.st.launches && !s.st.fences,
 	      "a failed launch fails the fence with the runtime's reason (%d)", ret);
-	CHECK(gpu_stream_drain(&b) == 0 && s.nr_queued == 0,
+	CHECK(gpu_stream_drain(&s) == 0 && s.nr_queued == 0,
 	      "the stream drains after it");
-	gpu_stream_copy(&b, GPU_H2D, 4 * BLK, BLK);
-	CHECK(gpu_stream_fence(&b, &ticket) == 0 && s.st.launches == 1 &&
+	gpu_stream_copy(&s, GPU_H2D, 4 * BLK, BLK);
+	CHECK(gpu_stream_fence(&s, &ticket) == 0 && s.st.launches == 1 &&
 	      same(&b, 4 * BLK, BLK), "and copies by kernel again");
 	close_stream(&b, &s);
 }

@@ -21,6 +21,7 @@
 #include "pipeline.h"
 #include "provider.h"
 #include "ring.h"
+#include "session.h"
 
 #define DBR_NAME	"dmabuf_uring"
 
@@ -64,25 +65,7 @@ struct dbr_options {
 /* per-thread state                                                         */
 
 struct dbr_data {
-	struct dbr_ring ring;
-	struct gpu_buf buf;
-	struct dbr_pipe pipe;
-	bool pipe_ready;
-	const struct gpu_provider *prov;
-	bool p2p;		/* registered dma-buf per file, else host slot 0 */
-	bool sync;		/* gpu_sync resolved */
-	unsigned int host_live;	/* bounce: pieces of the host buffer registered */
-	bool *slot_live;	/* p2p: a file's dma-buf pieces installed */
-	unsigned int nr_slots;	/* files: fixed-file slots, for p2p buffer slots */
-	/*
-	 * The registered pieces of the buffer area (dbr_split): bounce's host
-	 * buffer as fixed buffers of at most 1 GiB; p2p's dma-buf whole, or
-	 * split where the kernel refuses one that large. Buffer slot of piece
-	 * k: k (bounce), fileno * pieces + k (p2p).
-	 */
-	struct dbr_split split;
-	unsigned int pieces;	/* slots per file in the table (at most) */
-	int *piece_fd;		/* p2p split: a dma-buf per piece, else NULL */
+	struct dbr_session sess;	/* ring, buffer, pipeline, slots */
 	unsigned int maps_per_dev;	/* p2p: registrations on the busiest device */
 	struct dbr_watch watch;	/* stall_watchdog over the ring's waits */
 	struct thread_data *td;	/* for the watchdog's line */
@@ -176,8 +159,9 @@ int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev);
 /* gpu_cpus=auto applied (never fails: dd->cpus_said says what it did) */
 void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
-/* gpu_sync settled into dd->sync */
-int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd);
+/* gpu_sync settled for provider prov into *sync */
+int dbr_pick_sync(struct thread_data *td, const struct gpu_provider *prov,
+		  bool *sync);
 /* p2p bs over a target's max_sectors_kb: one line per job and target */
 void dbr_say_splits(struct thread_data *td);
 /*

@@ -318,13 +318,10 @@ static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 	unsigned int depth = td->o.iodepth;
 
 	dd->nr_ios = depth;
-	dd->nr_slots = dbr_nr_files(td);
-	dd->pieces = dbr_pieces_max(td);
 	dd->ios = calloc(depth, sizeof(*dd->ios));
 	dd->events = calloc(depth, sizeof(*dd->events));
 	dd->queued = calloc(depth, sizeof(*dd->queued));
-	dd->slot_live = calloc(dd->nr_slots, sizeof(*dd->slot_live));
-	if (!dd->ios || !dd->events || !dd->queued || !dd->slot_live)
+	if (!dd->ios || !dd->events || !dd->queued)
 		return -ENOMEM;
 	return 0;
 }
@@ -334,7 +331,6 @@ static void dbr_free_state(struct dbr_data *dd)
 	free(dd->ios);
 	free(dd->events);
 	free(dd->queued);
-	free(dd->slot_live);
 	free(dd);
 }
 
@@ -373,10 +369,10 @@ static void dbr_on_stall(void *arg, uint64_t quiet_ns, unsigned int inflight)
 		snprintf(age, sizeof(age), ", the oldest issued %.1f s ago",
 			 utime_since_now(&old->start_time) / 1e6);
 	log_err("%s: %s: %s I/O stalled: nothing completed for %.1f s with %u request%s in flight on %s%s. %s; see dmesg, and the stacks of tasks in D state (echo w > /proc/sysrq-trigger; cat /proc/%d/task/*/stack)\n",
-		DBR_NAME, td->o.name, dd->p2p ? "p2p" : "bounce",
+		DBR_NAME, td->o.name, dd->sess.p2p ? "p2p" : "bounce",
 		quiet_ns / 1e9, inflight, inflight == 1 ? "" : "s",
 		old ? old->file->file_name : td->files_index ? td->files[0]->file_name : "?",
-		age, dd->p2p ?
+		age, dd->sess.p2p ?
 		"Likely: v3 of the io_uring dma-buf series hangs on I/O the block layer splits (bs over the queue's max_sectors_kb; fixed in v4: io_uring workers wait in io_dmabuf_create_map / dma_resv_wait_timeout), an IOMMU fault that dropped the controller's DMA (DMAR / AMD-Vi lines), or an NVMe timeout and controller reset" :
 		"Likely: an NVMe timeout and controller reset, or a device that stopped answering",
 		(int)getpid());
@@ -390,7 +386,8 @@ static int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
 	char msg[128];
 	int ret;
 
-	ret = dbr_parse_watchdog(o->watchdog, dd->p2p, &secs, msg, sizeof(msg));
+	ret = dbr_parse_watchdog(o->watchdog, dd->sess.p2p, &secs, msg,
+				 sizeof(msg));
 	if (ret)
 		return dbr_fail(td, -ret, "stall_watchdog", msg);
 	if (!secs)
@@ -398,61 +395,70 @@ static int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
 	dd->td = td;
 	dbr_watch_init(&dd->watch, (uint64_t)secs * 1000000000ULL,
 		       dbr_on_stall, dd);
-	dd->ring.watch = &dd->watch;
+	dd->sess.ring.watch = &dd->watch;
 	return 0;
 }
 
-static int dbr_setup_ring(struct thread_data *td, struct dbr_data *dd)
+/*
+ * The session's ring: dma-buf slots per file for p2p, host slots else; the
+ * stall watchdog on its waits.
+ */
+static int dbr_open_session(struct thread_data *td, struct dbr_data *dd,
+			    bool p2p, bool sync)
 {
 	struct dbr_options *o = td->eo;
-	struct dbr_ring_params p = {
-		.entries	= td->o.iodepth,
-		.sqpoll		= o->sqpoll,
-		.sqpoll_cpu	= o->sqpoll_cpu_set ? (int)o->sqpoll_cpu : -1,
-		/* fio submits and reaps from the job's own thread */
-		.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
-		.iopoll		= o->hipri,
+	struct dbr_sess_cfg c = {
+		.ring = {
+			.entries	= td->o.iodepth,
+			.sqpoll		= o->sqpoll,
+			.sqpoll_cpu	= o->sqpoll_cpu_set ?
+					  (int)o->sqpoll_cpu : -1,
+			/* fio submits and reaps from the job's own thread */
+			.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
+			.iopoll		= o->hipri,
+		},
+		.depth		= dd->nr_ios,
+		.nr_files	= dbr_nr_files(td),
+		.register_files	= o->registerfiles,
+		.p2p		= p2p,
+		.sync		= sync,
+		.pieces		= dbr_pieces_max(td),
+		.max_bs		= td_max_bs(td),
 	};
-	char msg[256];
+	enum dbr_sess_step step;
+	char msg[384];
 	int ret;
 
-	ret = dbr_ring_init(&dd->ring, &p);
-	if (ret < 0) {
+	ret = dbr_sess_open(&dd->sess, &c, &step);
+	if (!ret)
+		return dbr_arm_watchdog(td, dd);
+	switch (step) {
+	case DBR_STEP_RING:
 		snprintf(msg, sizeof(msg), "io_uring_setup: %s%s", strerror(-ret),
 			 ret == -EPERM ? " (io_uring is disabled: check sysctl kernel.io_uring_disabled)" :
 			 ret == -ENOMEM ? " (raise ulimit -l)" :
-			 ret == -EINVAL && p.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
+			 ret == -EINVAL && c.ring.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
 		return dbr_fail(td, -ret, "io_uring_setup", msg);
-	}
-	if (dbr_arm_watchdog(td, dd))
-		return 1;
-	/* p2p: dma-buf slots per file; bounce: host slots for all */
-	ret = dbr_ring_register_buf_table(&dd->ring, dd->p2p ?
-					  dd->nr_slots * dd->pieces :
-					  dd->pieces);
-	if (ret < 0) {
+	case DBR_STEP_BUF_TABLE:
 		snprintf(msg, sizeof(msg), "registering a sparse buffer table: %s (io_uring needs Linux >= 5.19)",
 			 strerror(-ret));
 		return dbr_fail(td, -ret, "register buffers", msg);
-	}
-	if (!o->registerfiles)
-		return 0;
-	ret = dbr_ring_register_file_table(&dd->ring, dd->nr_slots);
-	if (ret == -EMFILE) {
-		struct rlimit rl = { 0 };
+	case DBR_STEP_FILE_TABLE:
+		if (ret == -EMFILE) {
+			struct rlimit rl = { 0 };
 
-		getrlimit(RLIMIT_NOFILE, &rl);
-		snprintf(msg, sizeof(msg), "registerfiles: a fixed-file table of %u slots (one per file, nrfiles=%u) is over the open-file limit (ulimit -n: %llu); raise ulimit -n, lower nrfiles, or drop registerfiles",
-			 dd->nr_slots, td->o.nr_files,
-			 (unsigned long long)rl.rlim_cur);
-		return dbr_fail(td, EMFILE, "register files", msg);
-	}
-	if (ret < 0) {
+			getrlimit(RLIMIT_NOFILE, &rl);
+			snprintf(msg, sizeof(msg), "registerfiles: a fixed-file table of %u slots (one per file, nrfiles=%u) is over the open-file limit (ulimit -n: %llu); raise ulimit -n, lower nrfiles, or drop registerfiles",
+				 c.nr_files, td->o.nr_files,
+				 (unsigned long long)rl.rlim_cur);
+			return dbr_fail(td, EMFILE, "register files", msg);
+		}
 		snprintf(msg, sizeof(msg), "registerfiles: %s; drop registerfiles",
 			 strerror(-ret));
 		return dbr_fail(td, -ret, "register files", msg);
+	default:
+		return dbr_fail(td, ENOMEM, "init", "out of memory");
 	}
-	return 0;
 }
 
 static void dbr_end(struct thread_data *td, struct dbr_data *dd);
@@ -464,13 +470,14 @@ static int dbr_init(struct thread_data *td)
 	const struct gpu_provider *prov;
 	struct dbr_data *dd;
 	long spin_ns;
+	bool p2p, sync;
 	int dev;
 
 	dd = calloc(1, sizeof(*dd));
 	if (!dd)
 		return dbr_fail(td, ENOMEM, "init", "out of memory");
 	td->io_ops_data = dd;
-	dd->buf.dmabuf_fd = -1;
+	dbr_sess_init(&dd->sess);
 	dd->stats_fd = -1;
 	if (dbr_alloc_state(td, dd) < 0) {
 		dbr_fail(td, ENOMEM, "init", "out of memory");
@@ -492,17 +499,18 @@ static int dbr_init(struct thread_data *td)
 	if (o->transfer == DBR_XFER_AUTO &&
 	    dbr_check(td, xfer, &dd->maps_per_dev))
 		goto err;
-	dd->p2p = xfer == DBR_XFER_P2P;
-	if (dd->p2p)
+	p2p = xfer == DBR_XFER_P2P;
+	if (p2p)
 		dbr_say_splits(td);
 	if (dbr_pick_provider(td, &prov, &dev))
 		goto err;
-	if (o->transfer == DBR_XFER_AUTO && dd->p2p)
-		dbr_auto_export(td, prov, dev, &dd->p2p);
-	gpu_buf_init(&dd->buf, prov, dev, spin_ns);
-	dd->buf.copy_mode = o->gpu_copy;
+	if (o->transfer == DBR_XFER_AUTO && p2p)
+		dbr_auto_export(td, prov, dev, &p2p);
+	gpu_buf_init(&dd->sess.buf, prov, dev, spin_ns);
+	dd->sess.buf.copy_mode = o->gpu_copy;
 	dbr_pin_cpus(td, dd);
-	if (dbr_pick_sync(td, dd) || dbr_setup_ring(td, dd))
+	if (dbr_pick_sync(td, prov, &sync) ||
+	    dbr_open_session(td, dd, p2p, sync))
 		goto err;
 	return 0;
 err:
@@ -512,20 +520,6 @@ err:
 
 /* ------------------------------------------------------------------------ */
 /* memory: host shadow + device allocation, registered once per thread      */
-
-static int dbr_export(struct thread_data *td, struct dbr_data *dd)
-{
-	char msg[640];
-	const struct gpu_provider *prov = dd->buf.prov;
-	int ret = prov->export_dmabuf(&dd->buf);
-
-	if (!ret)
-		return 0;
-	snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce, or run 'dmabuf-doctor --gpu %s' on the target for the full check",
-		 prov->name, dd->buf.size >> 20,
-		 dd->buf.why[0] ? dd->buf.why : strerror(-ret), prov->name);
-	return dbr_fail(td, -ret, "dma-buf export", msg);
-}
 
 /*
  * Why the buffer area does not fit the buffer table, and the fix: most
@@ -546,80 +540,51 @@ static void dbr_area_msg(struct thread_data *td, size_t total, unsigned int nr,
 			 gpu_buf_round(total) >> 20, area >> 20, nr, room);
 }
 
+static int dbr_alloc_failed(struct thread_data *td, struct dbr_session *s,
+			    size_t total, enum dbr_sess_step step, int ret)
+{
+	const struct gpu_buf *b = &s->buf;
+	const char *name = b->prov->name;
+	const char *why = b->why[0] ? b->why : strerror(-ret);
+	char msg[640];
+
+	switch (step) {
+	case DBR_STEP_SPLIT:
+		dbr_area_msg(td, total, s->split.nr, s->pieces, msg,
+			     sizeof(msg));
+		return dbr_fail(td, E2BIG, "iomem_alloc", msg);
+	case DBR_STEP_EXPORT:
+		snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce, or run 'dmabuf-doctor --gpu %s' on the target for the full check",
+			 name, b->size >> 20, why, name);
+		return dbr_fail(td, -ret, "dma-buf export", msg);
+	default:
+		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
+			 name, b->size >> 20, b->dev_id, why);
+		return dbr_fail(td, -ret, "gpu alloc", msg);
+	}
+}
+
 static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 {
 	struct dbr_data *dd = td->io_ops_data;
-	const struct gpu_provider *prov = dd->buf.prov;
-	char msg[384];
+	enum dbr_sess_step step;
 	int ret;
 
-	/* p2p: one dma-buf until the kernel says otherwise */
-	ret = dbr_split_plan(&dd->split, gpu_buf_round(total_mem),
-			     td_max_bs(td), dd->p2p ? gpu_buf_round(total_mem) :
-			     DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN);
-	if (ret || dd->split.nr > dd->pieces) {
-		dbr_area_msg(td, total_mem, dd->split.nr, dd->pieces, msg,
-			     sizeof(msg));
-		return dbr_fail(td, E2BIG, "iomem_alloc", msg);
-	}
-	ret = gpu_buf_alloc(&dd->buf, total_mem);
-	if (ret < 0) {
-		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
-			 prov->name, dd->buf.size >> 20, dd->buf.dev_id,
-			 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
-		return dbr_fail(td, -ret, "gpu alloc", msg);
-	}
-	td->orig_buffer = dd->buf.host;
-	if (dd->p2p && dbr_export(td, dd)) {
-		gpu_buf_free(&dd->buf);
-		td->orig_buffer = NULL;
-		return 1;
-	}
+	ret = dbr_sess_alloc(&dd->sess, total_mem, &step);
+	if (ret < 0)
+		return dbr_alloc_failed(td, &dd->sess, total_mem, step, ret);
+	td->orig_buffer = dd->sess.buf.host;
 	return 0;
 }
 
-static void dbr_unregister_all(struct dbr_data *dd)
-{
-	unsigned int i;
-
-	if (!dd->ring.ready)
-		return;
-	dbr_ring_quiesce(&dd->ring);
-	for (i = 0; i < dd->nr_slots; i++) {
-		if (dd->slot_live[i])
-			dbr_ring_detach_pieces(&dd->ring, i, i * dd->pieces,
-					       dd->split.nr);
-		dd->slot_live[i] = false;
-	}
-	for (i = 0; i < dd->host_live; i++)
-		dbr_ring_clear_buf(&dd->ring, i, false);
-	dd->host_live = 0;
-}
-
-static void dbr_close_pieces(struct dbr_data *dd)
-{
-	unsigned int k;
-
-	for (k = 0; dd->piece_fd && k < dd->split.nr; k++)
-		if (dd->piece_fd[k] >= 0)
-			close(dd->piece_fd[k]);
-	free(dd->piece_fd);
-	dd->piece_fd = NULL;
-}
-
-/* Runs before cleanup: nothing may stay registered once the memory goes. */
+/* Runs before cleanup: the session goes whole (registrations, stream, memory, ring). */
 static void dbr_iomem_free(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
 
 	if (!dd)
 		return;
-	dbr_unregister_all(dd);
-	dbr_close_pieces(dd);
-	/* the copy stream goes before the memory it copies */
-	if (dd->pipe_ready)
-		dbr_pipe_exit(&dd->pipe);
-	gpu_buf_free(&dd->buf);
+	dbr_sess_close(&dd->sess);
 	td->orig_buffer = NULL;
 }
 
@@ -633,105 +598,80 @@ static int dbr_io_u_init(struct thread_data *td, struct io_u *io_u)
 	return 0;
 }
 
-/* bounce: the host buffer as fixed buffers, 1 GiB at most each */
-static int dbr_register_host(struct thread_data *td, struct dbr_data *dd)
+static int dbr_start_failed(struct thread_data *td, struct gpu_buf *b,
+			    enum dbr_sess_step step, int ret)
 {
-	const struct dbr_split *sp = &dd->split;
 	char msg[384];
-	unsigned int k;
-	int ret = 0;
 
-	for (k = 0; !ret && k < sp->nr; k++) {
-		ret = dbr_ring_install_host(&dd->ring, k,
-					    (char *)dd->buf.host + k * sp->span,
-					    dbr_split_len(sp, k));
-		dd->host_live += !ret;
-	}
-	if (ret < 0) {
+	if (step == DBR_STEP_HOST_SLOT) {
 		snprintf(msg, sizeof(msg), "registering the %zu MiB host buffer with io_uring failed: %s%s",
-			 dd->buf.size >> 20, strerror(-ret),
+			 b->size >> 20, strerror(-ret),
 			 ret == -ENOMEM ? " (locked-memory limit: raise ulimit -l or run as root)" : "");
 		return dbr_fail(td, -ret, "register buffer", msg);
 	}
-	if (sp->nr > 1 && dbr_first_thread(td))
-		dbr_info("%s: the %zu MiB host buffer is registered as %u fixed buffers of at most %llu MiB (io_uring's limit per buffer), each holding whole io_u buffers",
-			 td->o.name, dd->buf.size >> 20, sp->nr,
-			 DBR_REGBUF_MAX_BYTES >> 20);
-	return 0;
+	if (ret == -ENOMEM || !b->why[0])
+		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
+	snprintf(msg, sizeof(msg), "gpu=%s: a copy stream on device %d: %s",
+		 b->prov->name, b->dev_id, b->why);
+	return dbr_fail(td, EIO, "gpu stream", msg);
 }
 
 /* Device memory starts as a copy of fio's buffers, so un-synced writes carry
  * fio's data, not whatever the allocator left there. */
 static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 {
-	struct gpu_stream *s = dbr_pipe_stream(&dd->pipe);
-	uint64_t ticket;
+	struct gpu_buf *b = &dd->sess.buf;
 	char msg[256];
-	int ret;
+	int ret = dbr_sess_upload(&dd->sess);
 
-	if (!s)
-		return 0;
-	ret = gpu_stream_copy(s, GPU_H2D, 0, dd->buf.size);
-	if (!ret)
-		ret = gpu_stream_fence(s, &ticket);
-	if (!ret)
-		ret = gpu_stream_wait(s, ticket);
 	if (!ret)
 		return 0;
 	snprintf(msg, sizeof(msg), "gpu=%s: initial copy into device memory failed: %s",
-		 dd->buf.prov->name,
-		 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+		 b->prov->name, b->why[0] ? b->why : strerror(-ret));
 	return dbr_fail(td, -ret, "gpu copy", msg);
 }
 
 static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 {
+	struct dbr_session *s = &dd->sess;
 	char flags[96], copies[320];
 
 	if (!dbr_first_thread(td))
 		return;
-	dbr_ring_describe(&dd->ring, flags, sizeof(flags));
-	gpu_kcopy_describe(dbr_pipe_stream(&dd->pipe), &dd->buf, copies,
+	if (!s->p2p && s->split.nr > 1)
+		dbr_info("%s: the %zu MiB host buffer is registered as %u fixed buffers of at most %llu MiB (io_uring's limit per buffer), each holding whole io_u buffers",
+			 td->o.name, s->buf.size >> 20, s->split.nr,
+			 DBR_REGBUF_MAX_BYTES >> 20);
+	dbr_ring_describe(&s->ring, flags, sizeof(flags));
+	gpu_kcopy_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
 			   sizeof(copies));
 	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s%s%s",
-		 td->o.name, dd->buf.prov->name, dd->buf.dev_id,
-		 dd->p2p ? "p2p" : "bounce",
-		 dd->sync && !dd->buf.host_is_device ? " gpu_sync=1" : "",
-		 dd->p2p ? "NVMe DMA into the dma-buf" :
-		 dd->buf.host_is_device ? "host fixed buffer, no copies" :
+		 td->o.name, s->buf.prov->name, s->buf.dev_id,
+		 s->p2p ? "p2p" : "bounce",
+		 s->sync && !s->buf.host_is_device ? " gpu_sync=1" : "",
+		 s->p2p ? "NVMe DMA into the dma-buf" :
+		 s->buf.host_is_device ? "host fixed buffer, no copies" :
 		 "host fixed buffer + async GPU copies",
-		 dd->p2p ? (dd->buf.export_kind[0] ? ": " : "") :
-		 dd->buf.host_is_device ? "" : ": ",
-		 dd->p2p ? dd->buf.export_kind :
-		 dd->buf.host_is_device ? "" : copies,
+		 s->p2p ? (s->buf.export_kind[0] ? ": " : "") :
+		 s->buf.host_is_device ? "" : ": ",
+		 s->p2p ? s->buf.export_kind :
+		 s->buf.host_is_device ? "" : copies,
 		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
 		 dd->cpus_said);
-}
-
-static int dbr_no_pipe(struct thread_data *td, struct dbr_data *dd)
-{
-	char msg[320];
-
-	if (!dd->buf.why[0])
-		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
-	snprintf(msg, sizeof(msg), "gpu=%s: a copy stream on device %d: %s",
-		 dd->buf.prov->name, dd->buf.dev_id, dd->buf.why);
-	return dbr_fail(td, EIO, "gpu stream", msg);
 }
 
 static int dbr_post_init(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
+	enum dbr_sess_step step;
+	int ret;
 
 	/* fio 3.33 calls post_init even when iomem_alloc failed */
 	if (!td->orig_buffer)
 		return 1;
-	if (dbr_pipe_init(&dd->pipe, &dd->ring, &dd->buf, dd->nr_ios, dd->p2p,
-			  dd->sync) < 0)
-		return dbr_no_pipe(td, dd);
-	dd->pipe_ready = true;
-	if (!dd->p2p && dbr_register_host(td, dd))
-		return 1;
+	ret = dbr_sess_start(&dd->sess, &step);
+	if (ret < 0)
+		return dbr_start_failed(td, &dd->sess.buf, step, ret);
 	if (dbr_seed_device(td, dd))
 		return 1;
 	dbr_say_path(td, dd);
@@ -749,92 +689,71 @@ static int dbr_post_init(struct thread_data *td)
  */
 static int dbr_split_dmabuf(struct thread_data *td, struct dbr_data *dd)
 {
-	const struct gpu_provider *prov = dd->buf.prov;
+	struct dbr_session *s = &dd->sess;
+	const struct gpu_provider *prov = s->buf.prov;
 	struct dbr_split sp;
+	unsigned int failed = 0;
 	char msg[512];
-	unsigned int k;
 	int ret;
 
-	ret = dbr_split_plan(&sp, dd->buf.size, td_max_bs(td),
-			     DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN);
-	if (ret || sp.nr > dd->pieces)
+	if (dbr_sess_split_plan(s, &sp))
 		return -EINVAL;
 	if (dd->maps_per_dev * sp.nr > DBR_MAX_MAPS_PER_DEV) {
 		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB, so each %zu MiB registration is %u pieces: %u registrations on one device x %u = %u mappings, over the kernel's %d per device; lower iodepth x bs to 1 GiB a thread, or numjobs/nrfiles",
-			 DBR_REGBUF_MAX_BYTES >> 20, dd->buf.size >> 20, sp.nr,
+			 DBR_REGBUF_MAX_BYTES >> 20, s->buf.size >> 20, sp.nr,
 			 dd->maps_per_dev, sp.nr, dd->maps_per_dev * sp.nr,
 			 DBR_MAX_MAPS_PER_DEV);
 		return dbr_fail(td, E2BIG, "register dma-buf", msg);
 	}
-	if (!prov->export_range) {
+	ret = dbr_sess_split_export(s, &sp, &failed);
+	if (ret == -EOPNOTSUPP && !prov->export_range) {
 		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB and gpu=%s cannot export a %zu MiB area in pieces; lower iodepth x bs to 1 GiB a thread",
 			 DBR_REGBUF_MAX_BYTES >> 20, prov->name,
-			 dd->buf.size >> 20);
+			 s->buf.size >> 20);
 		return dbr_fail(td, E2BIG, "register dma-buf", msg);
 	}
-	dd->piece_fd = malloc(sp.nr * sizeof(*dd->piece_fd));
-	if (!dd->piece_fd)
+	if (ret == -ENOMEM && !s->piece_fd)
 		return dbr_fail(td, ENOMEM, "register dma-buf", "out of memory");
-	dd->split = sp;
-	for (k = 0; k < sp.nr; k++)
-		dd->piece_fd[k] = -1;
-	for (k = 0, ret = 0; !ret && k < sp.nr; k++)
-		ret = prov->export_range(&dd->buf, k * sp.span,
-					 dbr_split_len(&sp, k),
-					 &dd->piece_fd[k]);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "gpu=%s: exporting piece %u of the %zu MiB area as a dma-buf failed: %s; lower iodepth x bs to 1 GiB a thread",
-			 prov->name, k - 1, dd->buf.size >> 20,
-			 dd->buf.why[0] ? dd->buf.why : strerror(-ret));
+			 prov->name, failed, s->buf.size >> 20,
+			 s->buf.why[0] ? s->buf.why : strerror(-ret));
 		return dbr_fail(td, -ret, "dma-buf export", msg);
 	}
 	if (dbr_first_thread(td))
 		dbr_info("%s: the kernel refused one %zu MiB dma-buf (Invalid argument: v3 to v5 of the series take at most %llu MiB): registered as %u dma-bufs of at most %llu MiB per file, each holding whole io_u buffers",
-			 td->o.name, dd->buf.size >> 20,
+			 td->o.name, s->buf.size >> 20,
 			 DBR_REGBUF_MAX_BYTES >> 20, sp.nr,
 			 DBR_REGBUF_MAX_BYTES >> 20);
 	return 0;
 }
 
-/* f's fixed-file slot and, for p2p, its dma-buf pieces */
-static int dbr_attach_pieces(struct dbr_data *dd, struct fio_file *f)
-{
-	const int *fds = dd->piece_fd ? dd->piece_fd : &dd->buf.dmabuf_fd;
-
-	if (!dd->p2p)
-		return dbr_ring_attach_file(&dd->ring, f->fileno, f->fd, -1);
-	return dbr_ring_attach_pieces(&dd->ring, f->fileno, f->fd,
-				      f->fileno * dd->pieces, fds,
-				      dd->split.nr);
-}
-
 static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 			   struct fio_file *f)
 {
+	struct dbr_session *s = &dd->sess;
 	char msg[512];
 	int ret;
 
-	if (f->fileno >= (int)dd->nr_slots)
+	if (f->fileno >= (int)s->nr_slots)
 		return dbr_fail(td, EINVAL, "open_file", "file index beyond the buffer table");
-	ret = dbr_attach_pieces(dd, f);
-	if (ret == -EINVAL && dd->p2p && !dd->piece_fd &&
-	    dd->buf.size > DBR_REGBUF_MAX_BYTES) {
+	ret = dbr_sess_attach(s, f->fileno, f->fd);
+	if (ret == -EINVAL && s->p2p && !s->piece_fd &&
+	    s->buf.size > DBR_REGBUF_MAX_BYTES) {
 		if (dbr_split_dmabuf(td, dd))
 			return 1;
-		ret = dbr_attach_pieces(dd, f);
+		ret = dbr_sess_attach(s, f->fileno, f->fd);
 	}
-	if (!ret) {
-		dd->slot_live[f->fileno] = dd->p2p;
+	if (!ret)
 		return 0;
-	}
-	if (!dd->p2p) {
+	if (!s->p2p) {
 		snprintf(msg, sizeof(msg), "registerfiles: registering %s as a fixed file failed: %s; drop registerfiles",
 			 f->file_name, strerror(-ret));
 		return dbr_fail(td, -ret, "register file", msg);
 	}
 	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s%s failed: %s%s",
-		 dd->buf.size >> 20, dd->buf.prov->name, f->file_name,
-		 dd->ring.nr_files ? " (and the file, registerfiles)" : "",
+		 s->buf.size >> 20, s->buf.prov->name, f->file_name,
+		 s->ring.nr_files ? " (and the file, registerfiles)" : "",
 		 strerror(-ret),
 		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
 		 ret == -EINVAL ? " (the kernel refused the descriptor: the target must be opened O_DIRECT and the dma-buf within the kernel's size limit)" :
@@ -852,7 +771,7 @@ static int dbr_open_file(struct thread_data *td, struct fio_file *f)
 	/* fio also opens block devices to size them, before init */
 	if (ret || !dd)
 		return ret;
-	if (!dd->ring.nr_files && !dd->p2p)
+	if (!dd->sess.ring.nr_files && !dd->sess.p2p)
 		return 0;
 	if (!dbr_attach_file(td, dd, f))
 		return 0;
@@ -879,13 +798,8 @@ static int dbr_close_file(struct thread_data *td, struct fio_file *f)
 {
 	struct dbr_data *dd = td->io_ops_data;
 
-	if (dd && dd->ring.ready && f->fileno < (int)dd->nr_slots) {
-		dbr_ring_detach_pieces(&dd->ring, f->fileno,
-				       f->fileno * dd->pieces,
-				       dd->slot_live[f->fileno] ?
-				       dd->split.nr : 0);
-		dd->slot_live[f->fileno] = false;
-	}
+	if (dd && f->fileno >= 0)
+		dbr_sess_detach(&dd->sess, f->fileno);
 	return generic_close_file(td, f);
 }
 
@@ -929,11 +843,11 @@ static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
 		req->sync_flags = td->o.sync_file_range;
 	}
 	/* the piece of the area (dbr_split) that holds this io_u's buffer */
-	io->off = (char *)io_u->xfer_buf - (char *)dd->buf.host;
-	k = dbr_split_piece(&dd->split, io->off);
-	req->buf_index = dd->p2p ? f->fileno * dd->pieces + k : k;
-	req->addr = dbr_io_addr(dd->p2p, td->orig_buffer, io_u->xfer_buf) -
-		    (dd->p2p ? (uint64_t)k * dd->split.span : 0);
+	io->off = (char *)io_u->xfer_buf - (char *)dd->sess.buf.host;
+	k = dbr_split_piece(&dd->sess.split, io->off);
+	req->buf_index = dd->sess.p2p ? f->fileno * dd->sess.pieces + k : k;
+	req->addr = dbr_io_addr(dd->sess.p2p, td->orig_buffer, io_u->xfer_buf) -
+		    (dd->sess.p2p ? (uint64_t)k * dd->sess.split.span : 0);
 	/* as fio's io_uring engine: fio's prio/prioclass, or cmdprio's pick */
 	req->ioprio = 0;
 	if (ddir_rw(io_u->ddir)) {
@@ -962,7 +876,7 @@ static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
 		return FIO_Q_COMPLETED;
 	}
 	dbr_prep_req(td, dd, io);
-	ret = dbr_pipe_queue(&dd->pipe, io);
+	ret = dbr_pipe_queue(&dd->sess.pipe, io);
 	if (ret == -EBUSY)
 		return FIO_Q_BUSY;
 	if (ret < 0) {
@@ -1002,7 +916,7 @@ static int dbr_commit(struct thread_data *td)
 
 	if (!dd->nr_queued)
 		return 0;
-	dbr_pipe_commit(&dd->pipe);
+	dbr_pipe_commit(&dd->sess.pipe);
 	/*
 	 * No free io_u left: fio cannot go on without reaping, so its next
 	 * call is getevents, which submits these and waits in one enter
@@ -1010,9 +924,9 @@ static int dbr_commit(struct thread_data *td)
 	 * them issued just before. An SQPOLL thread wants the SQ tail now.
 	 */
 	if (io_u_qempty(&td->io_u_freelist) &&
-	    !(dd->ring.setup_flags & IORING_SETUP_SQPOLL))
+	    !(dd->sess.ring.setup_flags & IORING_SETUP_SQPOLL))
 		return 0;
-	ret = dbr_pipe_submit(&dd->pipe);
+	ret = dbr_pipe_submit(&dd->sess.pipe);
 	if (ret < 0)
 		return ret;
 	dbr_mark_issued(td, dd);
@@ -1043,22 +957,22 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 	 * first getevents on: its clock runs then); at the job's end reads
 	 * start no new copies, and the old ones get a bound.
 	 */
-	if (dd->pipe.copies && !dd->buf.stop) {
-		dd->buf.stop_bound_ns = DBR_STOP_BOUND_NS;
-		dd->buf.stop_arg = td;
-		dd->buf.stop = dbr_job_stopping;
+	if (dd->sess.pipe.copies && !dd->sess.buf.stop) {
+		dd->sess.buf.stop_bound_ns = DBR_STOP_BOUND_NS;
+		dd->sess.buf.stop_arg = td;
+		dd->sess.buf.stop = dbr_job_stopping;
 	}
-	if (td->terminate && dd->pipe.copies && !dd->pipe.stopping) {
-		dd->pipe.stopping = true;
-		dd->buf.deadline_ns = gpu_now_ns() + DBR_STOP_BOUND_NS;
+	if (td->terminate && dd->sess.pipe.copies && !dd->sess.pipe.stopping) {
+		dd->sess.pipe.stopping = true;
+		dd->sess.buf.deadline_ns = gpu_now_ns() + DBR_STOP_BOUND_NS;
 	}
 	/* what commit left unsubmitted goes in with this call's first enter */
 	if (dd->nr_queued)
 		dbr_mark_issued(td, dd);
-	ret = dbr_pipe_getevents(&dd->pipe, dd->events, min, max);
+	ret = dbr_pipe_getevents(&dd->sess.pipe, dd->events, min, max);
 	if (ret < 0)
 		td_verror(td, -ret, "getevents");
-	if (dd->pipe.copies)
+	if (dd->sess.pipe.copies)
 		dbr_say_copy_errors(td, dd, ret);
 	return ret;
 }
@@ -1072,7 +986,7 @@ static struct io_u *dbr_event(struct thread_data *td, int event)
 	io_u->error = io->error;
 	io_u->resid = io->error ? 0 : io->resid;
 	/* its copy missed the stop's deadline: nothing moved, and no error */
-	if (io->error == ETIMEDOUT && dd->buf.deadline_ns) {
+	if (io->error == ETIMEDOUT && dd->sess.buf.deadline_ns) {
 		io_u->error = 0;
 		io_u->resid = io_u->xfer_buflen;
 		dd->late++;
@@ -1097,12 +1011,8 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 	dbr_end_results(td, dd);
 	if (dd->stats_fd >= 0)
 		close(dd->stats_fd);
-	dbr_unregister_all(dd);
-	if (dd->pipe_ready)
-		dbr_pipe_exit(&dd->pipe);
-	gpu_buf_free(&dd->buf);
+	dbr_sess_close(&dd->sess);
 	dbr_say_stop(td, dd);
-	dbr_ring_exit(&dd->ring);
 	fio_cmdprio_cleanup(&dd->cmdprio);
 }
 

@@ -75,10 +75,10 @@ void dbr_info(const char *fmt, ...)
 void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
 			 int reaped)
 {
-	unsigned long errs = dd->pipe.st.copy_errors;
+	unsigned long errs = dd->sess.pipe.st.copy_errors;
 
 	/* at the stop, copies that run late fail by the deadline: dbr_say_stop */
-	if (dd->buf.deadline_ns)
+	if (dd->sess.buf.deadline_ns)
 		return;
 	if (errs == dd->copy_errors_said) {
 		if (reaped > 0)
@@ -90,24 +90,24 @@ void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
 		return;
 	dd->copy_burst = true;
 	log_err("%s: %s thread %d: a GPU copy failed, gpu=%s dev=%d: %s; the I/O it carried fails with EIO, so fio's io_u error that follows is the GPU copy's, not the drive's (check the GPU: dmesg, nvidia-smi or rocm-smi)\n",
-		DBR_NAME, td->o.name, td->subjob_number, dd->buf.prov->name,
-		dd->buf.dev_id, dd->buf.why[0] ? dd->buf.why : "no detail from the runtime");
+		DBR_NAME, td->o.name, td->subjob_number, dd->sess.buf.prov->name,
+		dd->sess.buf.dev_id, dd->sess.buf.why[0] ? dd->sess.buf.why : "no detail from the runtime");
 }
 
 void dbr_say_stop(struct thread_data *td, struct dbr_data *dd)
 {
-	if (!dd->late && !dd->buf.abandoned)
+	if (!dd->late && !dd->sess.buf.abandoned)
 		return;
 	dbr_info("%s thread %d: stopped with GPU copies still running %llu s after the job's end (runtime or signal): %lu I/O given back as not transferred%s",
 		 td->o.name, td->subjob_number,
 		 (unsigned long long)(DBR_STOP_BOUND_NS / 1000000000ull), dd->late,
-		 dd->buf.abandoned ? "; the memory those copies use is left to the process's exit" : "");
+		 dd->sess.buf.abandoned ? "; the memory those copies use is left to the process's exit" : "");
 }
 
 /* the copy stream's counters, live or as iomem_free left them */
 static const struct gpu_stream_stats *dbr_copy_stats(struct dbr_data *dd)
 {
-	return dbr_pipe_copy_stats(&dd->pipe);
+	return dbr_pipe_copy_stats(&dd->sess.pipe);
 }
 
 static double per_unit_us(uint64_t ns, unsigned long n)
@@ -123,17 +123,15 @@ static double per_unit_us(uint64_t ns, unsigned long n)
 
 void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 {
-	static const struct dbr_pipe_stats none;
 	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
-	const struct dbr_pipe_stats *ps = &none;
+	const struct dbr_pipe_stats *ps = &dd->sess.pipe.st;
+	const struct dbr_ring *ring = &dd->sess.ring;
 
-	if (!dd->ring.ready || (!dd->ring.reissues && !cs->copies))
+	if (!dd->sess.opened || (!ring->reissues && !cs->copies))
 		return;
-	if (dd->pipe_ready)
-		ps = &dd->pipe.st;
 	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy) and %lu kernel launches, copies done %.1f us after queueing (mean), %lu fences (%lu by the copy kernel, %lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
-		 td->o.name, td->subjob_number, dd->ring.reissues,
-		 dd->ring.reissues == 1 ? "" : "s", cs->copies, cs->calls,
+		 td->o.name, td->subjob_number, ring->reissues,
+		 ring->reissues == 1 ? "" : "s", cs->copies, cs->calls,
 		 cs->merged, per_unit_us(cs->call_ns, cs->copies), cs->launches,
 		 per_unit_us(ps->copy_ns, ps->copied), cs->fences,
 		 cs->kernel_fences, cs->queries, cs->waits, ps->held_back,
@@ -165,9 +163,9 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->group = td->groupid;
 	r->pid = getpid();
 	r->dev = -1;
-	if (dd->buf.prov)
-		dbr_result_of_gpu(r, dd->buf.prov, dd->buf.dev_id);
-	r->p2p = dd->p2p;
+	if (dd->sess.buf.prov)
+		dbr_result_of_gpu(r, dd->sess.buf.prov, dd->sess.buf.dev_id);
+	r->p2p = dd->sess.p2p;
 	for (d = 0; d < DBR_NR_DIRS; d++) {
 		r->bytes[d] = td->io_bytes[ddir[d]];
 		r->ios[d] = td->ts.total_io_u[ddir[d]];
@@ -176,7 +174,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->copies = cs->copies;
 	r->copy_calls = cs->calls;
 	r->copy_launches = cs->launches;
-	r->reissues = dd->ring.reissues;
+	r->reissues = dd->sess.ring.reissues;
 	r->error = td->error;
 }
 

@@ -35,8 +35,8 @@ void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
 	char said[160];
 	cpu_set_t set;
 
-	if (dbr_cpus_plan(td, o->gpu_cpus == DBR_CPUS_AUTO, dd->buf.prov,
-			  dd->buf.dev_id, &set, said, sizeof(said)) < 0) {
+	if (dbr_cpus_plan(td, o->gpu_cpus == DBR_CPUS_AUTO, dd->sess.buf.prov,
+			  dd->sess.buf.dev_id, &set, said, sizeof(said)) < 0) {
 		snprintf(dd->cpus_said, sizeof(dd->cpus_said), "%s", said);
 		return;
 	}
@@ -311,13 +311,14 @@ int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
 
 /* Settle gpu_sync for the provider picked: refuse verify without it, and
  * say (once per job) when fio's buffer options turn it on or go unheard. */
-int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd)
+int dbr_pick_sync(struct thread_data *td, const struct gpu_provider *prov,
+		  bool *sync)
 {
 	struct dbr_options *o = td->eo;
 	struct thread_options *to = &td->o;
 	struct dbr_sync_job j = {
 		.setting	= o->gpu_sync,
-		.copies		= dd->buf.prov != &gpu_host_provider,
+		.copies		= prov != &gpu_host_provider,
 		.verify		= to->verify != VERIFY_NONE,
 		.writes		= td_write(td),
 		.buf = {
@@ -335,7 +336,7 @@ int dbr_pick_sync(struct thread_data *td, struct dbr_data *dd)
 
 	if (ret < 0)
 		return dbr_fail(td, -ret, "gpu_sync", msg);
-	dd->sync = ret;
+	*sync = ret;
 	if (msg[0] && dbr_first_thread(td))
 		dbr_info("%s: %s", td->o.name, msg);
 	return 0;

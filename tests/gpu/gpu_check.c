@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * gpu_check: drive a memory provider the way the engine does, without fio.
+ * gpu_check: drive a memory provider the way the engine does, without fio:
+ * through the engine's per-thread session (engine/session.h: ring, buffer,
+ * pipeline and its copy stream, the host slot).
  *
  *   gpu_check                 every provider compiled in: those whose runtime
  *                             is present run the checks on device 0, the
@@ -10,15 +12,16 @@
  *                      [-k MS] [-f] [-c auto|dma|kernel]
  *   gpu_check ptx             print the copy kernel's PTX (kcopy_ptx.h)
  *
- * Per thread (device = entry i mod n of IDS, as gpu_dev_ids): alloc, fill the
- * shadow, copy it to the device, clear the shadow, copy it back in chunks
+ * Per thread (device = entry i mod n of IDS, as gpu_dev_ids): set up the
+ * session, fill the shadow, copy it to the device, clear the shadow, copy it back in chunks
  * each with its own marker (polled, then waited), compare; then small
  * copies both ways, every other 4 KiB block and an odd-sized one, up to
  * 600 a pass (the copy kernel's path with gpu_copy=auto|kernel, -c: how
  * the stream copies), compared, the blocks between them untouched; export the
  * device memory as a dma-buf (-x: try, must succeed, must fail cleanly,
  * or skip) and show its /proc/self/fdinfo exporter; keep everything for -k
- * milliseconds (to watch nvidia-smi); free; check no fd was leaked.
+ * milliseconds (to watch nvidia-smi); tear the session down; check no fd
+ * was leaked.
  * -f: the allocation, or else the copy stream over it, must fail cleanly
  * (failure injection).
  * Exit: 0 pass, 1 fail, 77 the provider's runtime or device is absent.
@@ -35,6 +38,7 @@
 #include "dbr_config.h"
 #include "kcopy.h"
 #include "provider.h"
+#include "session.h"
 #include "stream.h"
 #include "../fd_count.h"
 
@@ -242,63 +246,85 @@ static int check_export(struct gpu_buf *b, char *out, size_t len)
 	return opt.exp == EXP_REFUSE ? -1 : 0;
 }
 
-/* -f past a good alloc: the buffer's copy stream must be what fails, cleanly */
-static int stream_must_fail(struct gpu_buf *b, struct worker *w)
+static const char *const step_names[] = {
+	[DBR_STEP_MEM]		= "session memory",
+	[DBR_STEP_RING]		= "io_uring_setup",
+	[DBR_STEP_BUF_TABLE]	= "the buffer table",
+	[DBR_STEP_FILE_TABLE]	= "the file table",
+	[DBR_STEP_ALLOC]	= "alloc",
+	[DBR_STEP_EXPORT]	= "export",
+	[DBR_STEP_PIPE]		= "copy stream",
+	[DBR_STEP_HOST_SLOT]	= "host slot",
+};
+
+/*
+ * The engine's session for one thread on w->dev: ring, buffer, pipeline
+ * with its copy stream, the host buffer registered. 0 when set up; with -f,
+ * 1 when the provider's part of it (alloc, or the copy stream over it)
+ * failed cleanly; else -1.
+ */
+static int set_up(struct worker *w, struct dbr_session *s)
 {
-	struct gpu_stream s;
+	struct dbr_sess_cfg c = {
+		.ring = { .entries = 4, .sqpoll_cpu = -1 },
+		.depth = NR_FENCES,
+		.nr_files = 1,
+	};
+	enum dbr_sess_step step;
+	struct gpu_buf *b = &s->buf;
 	int ret;
 
-	ret = b->prov->rt ? gpu_stream_init(b, &s, b->prov->rt, b->dev_addr,
-					     NR_FENCES) : 0;
+	dbr_sess_init(s);
+	gpu_buf_init(b, opt.prov, w->dev, gpu_spin_ns());
+	b->copy_mode = opt.copy;
+	ret = dbr_sess_open(s, &c, &step);
+	if (!ret)
+		ret = dbr_sess_alloc(s, opt.size, &step);
+	if (!ret)
+		ret = dbr_sess_start(s, &step);
 	if (!ret) {
-		if (b->prov->rt)
-			gpu_stream_exit(b, &s);
+		if (!opt.want_alloc_fail)
+			return 0;
 		snprintf(w->line, sizeof(w->line), "alloc and copy stream succeeded, a failure was expected");
 		return -1;
 	}
-	snprintf(w->line, sizeof(w->line), "copy stream on device %d failed: %s (%s)",
-		 w->dev, strerror(-ret), b->why[0] ? b->why : "no detail");
-	return b->why[0] ? 0 : -1;
+	snprintf(w->line, sizeof(w->line), "%s %zu MiB on device %d failed: %s (%s)",
+		 step_names[step], b->size >> 20, w->dev, strerror(-ret),
+		 b->why[0] ? b->why : "no detail");
+	if (!opt.want_alloc_fail || !b->why[0])
+		return -1;
+	if (step == DBR_STEP_ALLOC)
+		return b->priv ? -1 : 1;
+	return step == DBR_STEP_PIPE ? 1 : -1;
 }
 
-/* The copies, on a stream of the buffer's runtime made for them. */
-static int run_copies(struct gpu_buf *b, int seed, unsigned long *not_ready,
-		      char *how, size_t len)
+/* The copies, on the session's copy stream. */
+static int run_copies(struct dbr_session *ss, int seed,
+		      unsigned long *not_ready, char *how, size_t len)
 {
-	struct gpu_stream s;
+	struct gpu_stream *s = dbr_pipe_stream(&ss->pipe);
 	int ret;
 
-	ret = gpu_stream_init(b, &s, b->prov->rt, b->dev_addr, NR_FENCES);
-	if (ret)
-		return ret;
-	ret = round_trip(&s, seed, not_ready);
+	ret = round_trip(s, seed, not_ready);
 	if (!ret)
-		ret = small_trip(&s, seed, not_ready);
+		ret = small_trip(s, seed, not_ready);
 	if (!ret)
-		copy_summary(&s, how, len);
-	gpu_stream_exit(b, &s);
+		copy_summary(s, how, len);
 	return ret;
 }
 
-static int run_one(struct worker *w, struct gpu_buf *b)
+static int run_one(struct worker *w, struct dbr_session *s)
 {
+	struct gpu_buf *b = &s->buf;
 	unsigned long not_ready = 0;
 	char exp[384], how[400] = "";
 	int ret;
 
-	gpu_buf_init(b, opt.prov, w->dev, gpu_spin_ns());
-	b->copy_mode = opt.copy;
-	ret = gpu_buf_alloc(b, opt.size);
-	if (ret) {
-		snprintf(w->line, sizeof(w->line), "alloc %zu MiB on device %d failed: %s (%s)",
-			 b->size >> 20, w->dev, strerror(-ret),
-			 b->why[0] ? b->why : "no detail");
-		return opt.want_alloc_fail && b->why[0] && !b->priv ? 0 : -1;
-	}
-	if (opt.want_alloc_fail)
-		return stream_must_fail(b, w);
-	if (b->prov->rt) {
-		ret = run_copies(b, w->idx, &not_ready, how, sizeof(how));
+	ret = set_up(w, s);
+	if (ret)
+		return ret > 0 ? 0 : -1;
+	if (dbr_pipe_stream(&s->pipe)) {
+		ret = run_copies(s, w->idx, &not_ready, how, sizeof(how));
 		if (ret) {
 			snprintf(w->line, sizeof(w->line), "copies failed: %s (%s)",
 				 strerror(-ret), b->why[0] ? b->why : "no detail");
@@ -308,25 +334,25 @@ static int run_one(struct worker *w, struct gpu_buf *b)
 	ret = check_export(b, exp, sizeof(exp));
 	snprintf(w->line, sizeof(w->line), "%zu MiB on device %d, copies %s (%lu polls not ready%s%s), %s",
 		 b->size >> 20, w->dev,
-		 b->prov->rt ? "verified" : "not needed", not_ready,
-		 how[0] ? "; " : "", how, exp);
+		 dbr_pipe_stream(&s->pipe) ? "verified" : "not needed",
+		 not_ready, how[0] ? "; " : "", how, exp);
 	return ret;
 }
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct gpu_buf b;
+	struct dbr_session s;
 
-	w->ret = run_one(w, &b);
+	w->ret = run_one(w, &s);
 	if (opt.keep_ms) {
 		pthread_barrier_wait(&opt.keep);
 		usleep(opt.keep_ms * 1000);
 	}
-	gpu_buf_free(&b);
-	if (b.priv || b.host || b.dmabuf_fd >= 0) {
+	dbr_sess_close(&s);
+	if (s.buf.priv || s.buf.host || s.buf.dmabuf_fd >= 0 || s.ring.ready) {
 		snprintf(w->line + strlen(w->line), sizeof(w->line) - strlen(w->line),
-			 "; free left state behind");
+			 "; the teardown left state behind");
 		w->ret = -1;
 	}
 	return NULL;

@@ -30,6 +30,8 @@
 
 #include "check.h"
 #include "pipeline.h"
+#include "session.h"
+#include "stream.h"
 
 #define DEPTH		8
 #define BS		4096
@@ -280,8 +282,39 @@ static const struct gpu_runtime fake_rt = {
 	.copy_batch	= fk_copy_batch,
 };
 
+/* host memory for the shadow, an array for the "device" */
+static int fake_alloc(struct gpu_buf *b)
+{
+	b->host = aligned_alloc(BS, b->size);
+	fk.dev = calloc(1, b->size);
+	if (!b->host || !fk.dev) {
+		free(b->host);
+		free(fk.dev);
+		b->host = NULL;
+		fk.dev = NULL;
+		return -ENOMEM;
+	}
+	b->priv = fk.dev;
+	b->dev_addr = FAKE_BASE;
+	b->host_is_device = false;
+	return 0;
+}
+
+static void fake_free(struct gpu_buf *b)
+{
+	if (!b->priv)
+		return;
+	free(b->host);
+	free(fk.dev);
+	b->host = NULL;
+	b->priv = NULL;
+	fk.dev = NULL;
+}
+
 static const struct gpu_provider fake_provider = {
 	.name	= "fake",
+	.alloc	= fake_alloc,
+	.free	= fake_free,
 	.rt	= &fake_rt,
 };
 
@@ -295,9 +328,7 @@ static unsigned long stream_copies(const struct dbr_pipe *p)
 /* a job: the ring, the file, the I/O slots, and what the checks saw         */
 
 struct job {
-	struct dbr_ring ring;
-	struct gpu_buf buf;
-	struct dbr_pipe pipe;
+	struct dbr_session s;
 	struct dbr_pio io[DEPTH];
 	bool busy[DEPTH];
 	unsigned long qseq[DEPTH];	/* queue order of the I/O in a slot */
@@ -325,12 +356,19 @@ static void on_ring_queue(void *arg, const struct dbr_req *req)
 		j->early_write++;
 }
 
+/* The job's session as the engine sets one up: ring, buffer, pipeline, host slot. */
 static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
 {
-	struct dbr_ring_params rp = {
-		.entries = DEPTH, .sqpoll_cpu = -1, .single_issuer = true,
+	struct dbr_sess_cfg c = {
+		.ring = {
+			.entries = DEPTH, .sqpoll_cpu = -1, .single_issuer = true,
+		},
+		.depth		= DEPTH,
+		.nr_files	= 1,
+		.sync		= sync,
 	};
 	char path[] = "/tmp/dbr-pipeline.XXXXXX";
+	enum dbr_sess_step step = DBR_STEP_MEM;
 	int ret;
 
 	memset(j, 0, sizeof(*j));
@@ -341,34 +379,28 @@ static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
 	unlink(path);
 	CHECK(j->fd >= 0 && ftruncate(j->fd, NR_BLOCKS * BS) == 0,
 	      "scratch file");
-	ret = dbr_ring_init(&j->ring, &rp);
+	dbr_sess_init(&j->s);
+	gpu_buf_init(&j->s.buf, &fake_provider, 0, 0);
+	fk.buf = &j->s.buf;
+	ret = dbr_sess_open(&j->s, &c, &step);
 	if (!ret)
-		ret = dbr_ring_register_buf_table(&j->ring, 1);
-	j->buf = (struct gpu_buf){ .prov = &fake_provider, .size = DEPTH * BS,
-				   .dmabuf_fd = -1, .dev_addr = FAKE_BASE };
-	fk.buf = &j->buf;
-	j->buf.host = aligned_alloc(BS, DEPTH * BS);
-	fk.dev = calloc(1, DEPTH * BS);
+		ret = dbr_sess_alloc(&j->s, DEPTH * BS, &step);
 	if (!ret)
-		ret = dbr_ring_install_host(&j->ring, 0, j->buf.host,
-					    j->buf.size);
-	if (!ret)
-		ret = dbr_pipe_init(&j->pipe, &j->ring, &j->buf, DEPTH, false,
-				    sync);
-	CHECK(ret == 0, "ring, host slot and pipeline set up (%d)", ret);
+		ret = dbr_sess_start(&j->s, &step);
+	CHECK(ret == 0, "ring, buffer, pipeline and host slot set up (%d at step %d)",
+	      ret, step);
 	if (ret)
 		exit(check_done("test_pipeline"));
-	j->ring.on_queue = on_ring_queue;
-	j->ring.on_queue_arg = j;
+	j->s.ring.on_queue = on_ring_queue;
+	j->s.ring.on_queue_arg = j;
 }
 
 static void job_exit(struct job *j)
 {
-	dbr_pipe_exit(&j->pipe);
-	dbr_ring_exit(&j->ring);
+	dbr_sess_close(&j->s);
+	CHECK(!j->s.ring.ready && !j->s.buf.host && !fk.dev,
+	      "the session's teardown released ring and buffer");
 	close(j->fd);
-	free(j->buf.host);
-	free(fk.dev);
 	free(fk.c);
 }
 
@@ -399,7 +431,7 @@ static void check_read(struct job *j, const struct dbr_pio *io)
 /* Without copies the bytes land in the host buffer itself. */
 static void check_host_read(struct job *j, const struct dbr_pio *io)
 {
-	const unsigned char *p = (const unsigned char *)j->buf.host + io->off;
+	const unsigned char *p = (const unsigned char *)j->s.buf.host + io->off;
 	unsigned int block = (unsigned int)(io->req.off / BS);
 	size_t i;
 
@@ -413,7 +445,7 @@ static void collect(struct job *j, unsigned int min)
 	unsigned int max = j->max ? j->max : DEPTH;
 	int n, i;
 
-	n = dbr_pipe_getevents(&j->pipe, done, min < max ? min : max, max);
+	n = dbr_pipe_getevents(&j->s.pipe, done, min < max ? min : max, max);
 	if (n < 0) {
 		j->errors++;
 		return;
@@ -431,7 +463,7 @@ static void collect(struct job *j, unsigned int min)
 			j->errors++;
 		else if (j->check_reads && done[i]->req.op == DBR_OP_READ)
 			check_read(j, done[i]);
-		else if (done[i]->req.op == DBR_OP_READ && !j->pipe.copies)
+		else if (done[i]->req.op == DBR_OP_READ && !j->s.pipe.copies)
 			check_host_read(j, done[i]);
 	}
 }
@@ -449,13 +481,13 @@ static struct dbr_pio *queue_op(struct job *j, enum dbr_op op,
 	*io = (struct dbr_pio){
 		.req = { .op = op, .fd = j->fd, .len = BS,
 			 .off = (uint64_t)block * BS,
-			 .addr = (uintptr_t)j->buf.host + (size_t)slot * BS },
+			 .addr = (uintptr_t)j->s.buf.host + (size_t)slot * BS },
 		.off = (size_t)slot * BS,
 	};
 	j->qseq[slot] = ++j->next_seq;
 	j->busy[slot] = true;
 	j->sync_ops += op == DBR_OP_FSYNC || op == DBR_OP_FDATASYNC;
-	ret = dbr_pipe_queue(&j->pipe, io);
+	ret = dbr_pipe_queue(&j->s.pipe, io);
 	if (ret < 0) {
 		j->busy[slot] = false;
 		j->queue_errors++;
@@ -463,16 +495,16 @@ static struct dbr_pio *queue_op(struct job *j, enum dbr_op op,
 	}
 	/* fio commits after each queue at iodepth_batch=1, and in bursts */
 	if (rnd(3))
-		dbr_pipe_commit(&j->pipe);
+		dbr_pipe_commit(&j->s.pipe);
 	if (rnd(2))
-		dbr_pipe_submit(&j->pipe);
+		dbr_pipe_submit(&j->s.pipe);
 	return io;
 }
 
 static void drain_job(struct job *j)
 {
-	dbr_pipe_commit(&j->pipe);
-	while (free_slot(j) < 0 || !dbr_pipe_idle(&j->pipe)) {
+	dbr_pipe_commit(&j->s.pipe);
+	while (free_slot(j) < 0 || !dbr_pipe_idle(&j->s.pipe)) {
 		unsigned int busy = 0, i;
 
 		for (i = 0; i < DEPTH; i++)
@@ -505,7 +537,7 @@ static void run_data(const char *name, int mode, bool sync, unsigned int seed)
 		for (i = 0; i < BS; i++)
 			fk.dev[(size_t)slot * BS + i] = pattern(b, i);
 		/* fio's view, for gpu_sync: the same bytes */
-		memcpy((char *)j.buf.host + (size_t)slot * BS,
+		memcpy((char *)j.s.buf.host + (size_t)slot * BS,
 		       fk.dev + (size_t)slot * BS, BS);
 		queue_op(&j, DBR_OP_WRITE, b);
 		if (b % 3 == 2)
@@ -524,7 +556,7 @@ static void run_data(const char *name, int mode, bool sync, unsigned int seed)
 	for (b = 0; b < NR_BLOCKS; b++)
 		queue_op(&j, DBR_OP_READ, order[b]);
 	drain_job(&j);
-	copies = stream_copies(&j.pipe);
+	copies = stream_copies(&j.s.pipe);
 	CHECK(!j.out_of_order && !j.early_write,
 	      "%s: ring order is queue order, %lu syncs after their writes, no write before its copy",
 	      name, j.sync_ops);
@@ -536,9 +568,9 @@ static void run_data(const char *name, int mode, bool sync, unsigned int seed)
 	      "%s: data through \"GPU memory\" both ways: %lu bad bytes, %lu errors",
 	      name, j.bad_bytes, j.errors + j.queue_errors);
 	CHECK(copies == (sync ? 4u : 2u) * NR_BLOCKS &&
-	      j.pipe.st.copy_passes <= fk.fences && !j.pipe.st.copy_errors,
+	      j.s.pipe.st.copy_passes <= fk.fences && !j.s.pipe.st.copy_errors,
 	      "%s: %lu copies (%s per I/O), %lu passes, %lu fences, %lu runtime copy calls",
-	      name, copies, sync ? "2" : "1", j.pipe.st.copy_passes,
+	      name, copies, sync ? "2" : "1", j.s.pipe.st.copy_passes,
 	      (unsigned long)fk.fences, fk.calls);
 	job_exit(&j);
 }
@@ -556,16 +588,16 @@ static void run_no_copies(unsigned int max)
 	int slot;
 
 	job_init(&j, FAKE_IN_ORDER, false, 7 + max);
-	dbr_pipe_exit(&j.pipe);
-	j.buf.host_is_device = true;
-	CHECK(dbr_pipe_init(&j.pipe, &j.ring, &j.buf, DEPTH, false, false) == 0 &&
-	      !j.pipe.copies, "no copies: pipeline set up without a copy stage");
+	dbr_pipe_exit(&j.s.pipe);
+	j.s.buf.host_is_device = true;
+	CHECK(dbr_pipe_init(&j.s.pipe, &j.s.ring, &j.s.buf, DEPTH, false, false) == 0 &&
+	      !j.s.pipe.copies, "no copies: pipeline set up without a copy stage");
 	j.max = max;
 	for (b = 0; b < NR_BLOCKS; b++) {
 		while ((slot = free_slot(&j)) < 0)
 			collect(&j, 1);
 		for (i = 0; i < BS; i++)
-			((unsigned char *)j.buf.host)[(size_t)slot * BS + i] =
+			((unsigned char *)j.s.buf.host)[(size_t)slot * BS + i] =
 				pattern(b, i);
 		queue_op(&j, DBR_OP_WRITE, b);
 		if (b % 5 == 4)
@@ -575,13 +607,13 @@ static void run_no_copies(unsigned int max)
 	for (b = 0; b < NR_BLOCKS; b++) {
 		queue_op(&j, DBR_OP_READ, (b * 37) % NR_BLOCKS);
 		if (b % 9 == 8) {
-			dbr_pipe_submit(&j.pipe);
-			dbr_ring_quiesce(&j.ring);
+			dbr_pipe_submit(&j.s.pipe);
+			dbr_ring_quiesce(&j.s.ring);
 		}
 	}
 	drain_job(&j);
 	CHECK(!j.out_of_order && j.came_back == 2 * NR_BLOCKS + j.sync_ops &&
-	      !j.twice && dbr_pipe_idle(&j.pipe),
+	      !j.twice && dbr_pipe_idle(&j.s.pipe),
 	      "no copies, %u per collect: ring order is queue order, %lu I/O back exactly once (%lu twice)",
 	      max, j.came_back, j.twice);
 	CHECK(!j.bad_bytes && !j.errors && !j.queue_errors && !fk.nr,
@@ -607,11 +639,11 @@ static void run_copy_stage(void)
 
 	job_init(&j, FAKE_IN_ORDER, false, 9);
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		dbr_pipe_exit(&j.pipe);
-		j.buf.host_is_device = c[i].host;
-		CHECK(dbr_pipe_init(&j.pipe, &j.ring, &j.buf, DEPTH, c[i].p2p,
+		dbr_pipe_exit(&j.s.pipe);
+		j.s.buf.host_is_device = c[i].host;
+		CHECK(dbr_pipe_init(&j.s.pipe, &j.s.ring, &j.s.buf, DEPTH, c[i].p2p,
 				    c[i].sync) == 0 &&
-		      j.pipe.copies == c[i].copies,
+		      j.s.pipe.copies == c[i].copies,
 		      "%s memory, %s, gpu_sync=%d: %s", c[i].host ? "host" : "device",
 		      c[i].p2p ? "p2p" : "bounce", c[i].sync,
 		      c[i].copies ? "copy stage" : "direct path, no copy stage");
@@ -640,9 +672,9 @@ static void run_failures(const char *name, int mode, unsigned int seed)
 	      !j.with_copy_pending,
 	      "%s: all back exactly once (%lu back, %lu twice), none with a copy pending (%lu)",
 	      name, j.came_back, j.twice, j.with_copy_pending);
-	CHECK(fk.fails > 0 && j.pipe.st.copy_errors > 0 && j.errors > 0,
+	CHECK(fk.fails > 0 && j.s.pipe.st.copy_errors > 0 && j.errors > 0,
 	      "%s: %lu injected failures failed %lu I/O (%lu errors seen)",
-	      name, fk.fails, j.pipe.st.copy_errors, j.errors);
+	      name, fk.fails, j.s.pipe.st.copy_errors, j.errors);
 	job_exit(&j);
 }
 
@@ -657,10 +689,10 @@ static void run_sync_behind_slow_writes(void)
 		queue_op(&j, DBR_OP_WRITE, (unsigned int)i);
 		queue_op(&j, DBR_OP_FSYNC, 0);
 	}
-	dbr_pipe_commit(&j.pipe);
-	CHECK(j.ring.inflight == 0 && j.pipe.st.held_back == DEPTH - 1,
+	dbr_pipe_commit(&j.s.pipe);
+	CHECK(j.s.ring.inflight == 0 && j.s.pipe.st.held_back == DEPTH - 1,
 	      "a write's copy pending holds back all %d after it: %u on the ring, %lu held",
-	      DEPTH - 1, j.ring.inflight, j.pipe.st.held_back);
+	      DEPTH - 1, j.s.ring.inflight, j.s.pipe.st.held_back);
 	drain_job(&j);
 	CHECK(!j.out_of_order && j.came_back == DEPTH && !j.errors,
 	      "then all %lu reach the ring in queue order and come back", j.came_back);
@@ -675,14 +707,14 @@ static void queue_committed(struct job *j, enum dbr_op op, unsigned int b)
 	j->io[slot] = (struct dbr_pio){
 		.req = { .op = op, .fd = j->fd, .len = BS,
 			 .off = (uint64_t)b * BS,
-			 .addr = (uintptr_t)j->buf.host + (size_t)slot * BS },
+			 .addr = (uintptr_t)j->s.buf.host + (size_t)slot * BS },
 		.off = (size_t)slot * BS,
 	};
 	j->qseq[slot] = ++j->next_seq;
 	j->busy[slot] = true;
-	CHECK(dbr_pipe_queue(&j->pipe, &j->io[slot]) == 0, "queued");
-	dbr_pipe_commit(&j->pipe);
-	dbr_pipe_submit(&j->pipe);
+	CHECK(dbr_pipe_queue(&j->s.pipe, &j->io[slot]) == 0, "queued");
+	dbr_pipe_commit(&j->s.pipe);
+	dbr_pipe_submit(&j->s.pipe);
 }
 
 /*
@@ -699,24 +731,24 @@ static void run_pass_rule(enum dbr_op op)
 	int n;
 
 	job_init(&j, FAKE_STUCK, false, 13);
-	full = j.pipe.full_pass;
+	full = j.s.pipe.full_pass;
 	for (i = 0; i + 1 < full; i++)
 		queue_committed(&j, op, i);
-	n = dbr_pipe_getevents(&j.pipe, done, 0, DEPTH);
-	CHECK(n == 0 && j.pipe.st.copy_passes == 0 && stream_copies(&j.pipe) == 0,
+	n = dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	CHECK(n == 0 && j.s.pipe.st.copy_passes == 0 && stream_copies(&j.s.pipe) == 0,
 	      "%s: %u committed and a reap that need not wait: no copy sent (%lu passes)",
-	      what, full - 1, j.pipe.st.copy_passes);
+	      what, full - 1, j.s.pipe.st.copy_passes);
 	queue_committed(&j, op, i++);
 	if (op == DBR_OP_READ)
-		dbr_pipe_getevents(&j.pipe, done, 0, DEPTH);
-	CHECK(j.pipe.st.copy_passes == 1 && stream_copies(&j.pipe) == full,
+		dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	CHECK(j.s.pipe.st.copy_passes == 1 && stream_copies(&j.s.pipe) == full,
 	      "%s: the %uth fills the pass, sent at once: %lu pass of %lu copies",
-	      what, full, j.pipe.st.copy_passes, stream_copies(&j.pipe));
+	      what, full, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
 	queue_committed(&j, op, i++);
 	collect(&j, 1);
-	CHECK(j.pipe.st.copy_passes == 2 && stream_copies(&j.pipe) == full + 1,
+	CHECK(j.s.pipe.st.copy_passes == 2 && stream_copies(&j.s.pipe) == full + 1,
 	      "%s: one more, then a reap that must wait: sent before the wait (%lu passes, %lu copies)",
-	      what, j.pipe.st.copy_passes, stream_copies(&j.pipe));
+	      what, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
 	drain_job(&j);
 	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
 	      j.came_back == full + 1 && !j.with_copy_pending,
@@ -744,19 +776,19 @@ static void run_pass_growth(const char *name, int mode, enum dbr_op op)
 		j.io[slot] = (struct dbr_pio){
 			.req = { .op = op, .fd = j.fd, .len = BS,
 				 .off = (uint64_t)(b % NR_BLOCKS) * BS,
-				 .addr = (uintptr_t)j.buf.host +
+				 .addr = (uintptr_t)j.s.buf.host +
 					 (size_t)slot * BS },
 			.off = (size_t)slot * BS,
 		};
 		j.qseq[slot] = ++j.next_seq;
 		j.busy[slot] = true;
-		CHECK(dbr_pipe_queue(&j.pipe, &j.io[slot]) == 0, "queued");
-		dbr_pipe_commit(&j.pipe);
-		dbr_pipe_submit(&j.pipe);
+		CHECK(dbr_pipe_queue(&j.s.pipe, &j.io[slot]) == 0, "queued");
+		dbr_pipe_commit(&j.s.pipe);
+		dbr_pipe_submit(&j.s.pipe);
 	}
 	drain_job(&j);
-	passes = j.pipe.st.copy_passes;
-	copies = stream_copies(&j.pipe);
+	passes = j.s.pipe.st.copy_passes;
+	copies = stream_copies(&j.s.pipe);
 	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
 	      j.came_back == 4 * NR_BLOCKS && !j.with_copy_pending,
 	      "%s: order kept, all back once, no copy pending", name);

@@ -371,21 +371,6 @@ int dbr_blk_ctrl_of_file(const char *root, const char *path,
 
 /* ---- topology ----------------------------------------------------------- */
 
-const char *dbr_topo_name(enum dbr_topo t)
-{
-	static const char *const names[] = {
-		[DBR_TOPO_UNKNOWN] = "unknown",
-		[DBR_TOPO_NA] = "not-applicable",
-		[DBR_TOPO_SWITCH] = "same-switch",
-		[DBR_TOPO_ROOT_PORT] = "same-root-port",
-		[DBR_TOPO_ROOT_COMPLEX] = "same-root-complex",
-		[DBR_TOPO_HOST_BRIDGES] = "different-host-bridges",
-		[DBR_TOPO_SOCKETS] = "different-sockets",
-	};
-
-	return names[t];
-}
-
 /*
  * Split .../devices/pci0000:00/0000:00:01.0/.../0000:05:00.0 into its
  * components from the host bridge down; returns the count.
@@ -415,7 +400,7 @@ static int split_pci_path(const char *path, char comp[][24], int max)
  * common ancestor is the host bridge (component 0), a root port (1) or a
  * switch port (2 and deeper). via gets that ancestor's name.
  */
-enum dbr_topo dbr_topo_classify(const char *a, const char *b, int numa_a,
+enum dbr_dist dbr_dist_classify(const char *a, const char *b, int numa_a,
 				int numa_b, char *via, size_t len)
 {
 	char ca[DBR_MAX_DEPTH][24], cb[DBR_MAX_DEPTH][24];
@@ -425,17 +410,17 @@ enum dbr_topo dbr_topo_classify(const char *a, const char *b, int numa_a,
 
 	via[0] = '\0';
 	if (na < 2 || nb < 2)
-		return DBR_TOPO_UNKNOWN;
+		return DBR_DIST_UNKNOWN;
 	/* ancestors only: the last component is the function itself */
 	while (k < na - 1 && k < nb - 1 && !strcmp(ca[k], cb[k]))
 		k++;
 	if (k == 0)
-		return numa_a >= 0 && numa_b >= 0 && numa_a != numa_b ?
-		       DBR_TOPO_SOCKETS : DBR_TOPO_HOST_BRIDGES;
+		return numa_a >= 0 && numa_a == numa_b ? DBR_DIST_NUMA :
+							 DBR_DIST_OTHER;
 	snprintf(via, len, "%s", ca[k - 1]);
 	if (k == 1)
-		return DBR_TOPO_ROOT_COMPLEX;
-	return k == 2 ? DBR_TOPO_ROOT_PORT : DBR_TOPO_SWITCH;
+		return DBR_DIST_HOST_BRIDGE;
+	return k == 2 ? DBR_DIST_ROOT_PORT : DBR_DIST_SWITCH;
 }
 
 const char *dbr_dist_name(enum dbr_dist d)
@@ -460,22 +445,8 @@ enum dbr_dist dbr_dist_of(const struct dbr_pci_fn *a,
 
 	if (!a->sys[0] || !b->sys[0])
 		return DBR_DIST_UNKNOWN;
-	switch (dbr_topo_classify(a->sys, b->sys, a->numa, b->numa, via,
-				  sizeof(via))) {
-	case DBR_TOPO_SWITCH:
-		return DBR_DIST_SWITCH;
-	case DBR_TOPO_ROOT_PORT:
-		return DBR_DIST_ROOT_PORT;
-	case DBR_TOPO_ROOT_COMPLEX:
-		return DBR_DIST_HOST_BRIDGE;
-	case DBR_TOPO_HOST_BRIDGES:
-		return a->numa >= 0 && a->numa == b->numa ? DBR_DIST_NUMA :
-							      DBR_DIST_OTHER;
-	case DBR_TOPO_SOCKETS:
-		return DBR_DIST_OTHER;
-	default:
-		return DBR_DIST_UNKNOWN;
-	}
+	return dbr_dist_classify(a->sys, b->sys, a->numa, b->numa, via,
+				 sizeof(via));
 }
 
 /*

@@ -19,23 +19,17 @@
 #define DBR_TOPO_MAX_GPUS	64
 #define DBR_MAX_PATHS	8	/* paths of a multipath head node kept */
 
-/* where two PCI functions meet, closest first */
-enum dbr_topo {
-	DBR_TOPO_UNKNOWN,
-	DBR_TOPO_NA,		/* gpu=host: no peer device */
-	DBR_TOPO_SWITCH,	/* below one PCIe switch */
-	DBR_TOPO_ROOT_PORT,	/* below one root port */
-	DBR_TOPO_ROOT_COMPLEX,	/* one host bridge, different root ports */
-	DBR_TOPO_HOST_BRIDGES,	/* different host bridges, one NUMA node */
-	DBR_TOPO_SOCKETS,	/* different NUMA nodes */
-};
-
-/* the distance classes gpu_dev_ids=auto ranks GPUs by, closest first */
+/*
+ * Where two PCI functions meet, closest first: the one vocabulary of
+ * gpu_dev_ids=auto (which ranks GPUs by it) and dmabuf-doctor (which says
+ * what it means for p2p); dbr_dist_name gives its word.
+ */
 enum dbr_dist {
 	DBR_DIST_SWITCH,	/* below one PCIe switch */
 	DBR_DIST_ROOT_PORT,	/* below one root port */
-	DBR_DIST_HOST_BRIDGE,	/* below one host bridge */
-	DBR_DIST_NUMA,		/* one NUMA node (both known) */
+	DBR_DIST_HOST_BRIDGE,	/* one host bridge, different root ports */
+	DBR_DIST_NUMA,		/* different host bridges, one NUMA node
+				 * (both known) */
 	DBR_DIST_OTHER,		/* other sockets, or no NUMA information */
 	DBR_DIST_UNKNOWN,	/* a PCI path is not known */
 };
@@ -90,11 +84,9 @@ int dbr_blk_ctrl_of_sys(const char *sysblk, struct dbr_blk_ctrl *c);
 int dbr_blk_ctrl_of_file(const char *root, const char *path,
 			 struct dbr_blk_ctrl *c, bool *via_fs);
 
-const char *dbr_topo_name(enum dbr_topo t);
-enum dbr_topo dbr_topo_classify(const char *a, const char *b, int numa_a,
-				int numa_b, char *via, size_t len);
-
 const char *dbr_dist_name(enum dbr_dist d);
+enum dbr_dist dbr_dist_classify(const char *a, const char *b, int numa_a,
+				int numa_b, char *via, size_t len);
 enum dbr_dist dbr_dist_of(const struct dbr_pci_fn *a,
 			  const struct dbr_pci_fn *b);
 enum dbr_dist dbr_dist_to_blk(const struct dbr_pci_fn *gpu,

@@ -449,11 +449,11 @@ static void check_gpu_pci(const struct dd_report *rep, struct dd_result *r)
 /* ---- topology ----------------------------------------------------------- */
 
 static const char *const topo_meaning[] = {
-	[DBR_TOPO_SWITCH] = "p2p stays inside the switch: full link bandwidth, the best case",
-	[DBR_TOPO_ROOT_PORT] = "p2p turns around at the root port: near full link bandwidth",
-	[DBR_TOPO_ROOT_COMPLEX] = "p2p is forwarded by the CPU's root complex: bandwidth depends on the CPU, and the kernel allows it only on host bridges it knows",
-	[DBR_TOPO_HOST_BRIDGES] = "p2p crosses the CPU's internal fabric between host bridges: often slow, sometimes refused",
-	[DBR_TOPO_SOCKETS] = "p2p crosses the inter-socket link: expect low bandwidth, or the kernel refuses and data goes through memory",
+	[DBR_DIST_SWITCH] = "p2p stays inside the switch: full link bandwidth, the best case",
+	[DBR_DIST_ROOT_PORT] = "p2p turns around at the root port: near full link bandwidth",
+	[DBR_DIST_HOST_BRIDGE] = "p2p is forwarded by the CPU's root complex: bandwidth depends on the CPU, and the kernel allows it only on host bridges it knows",
+	[DBR_DIST_NUMA] = "p2p crosses the CPU's internal fabric between host bridges: often slow, sometimes refused",
+	[DBR_DIST_OTHER] = "p2p crosses the inter-socket link (or the NUMA nodes are not known): expect low bandwidth, or the kernel refuses and data goes through memory",
 };
 
 static void topo_unknown(const struct dd_report *rep, struct dd_result *r)
@@ -473,19 +473,19 @@ static void topo_unknown(const struct dd_report *rep, struct dd_result *r)
 static void check_topology(const struct dd_report *rep, struct dd_result *r)
 {
 	const struct dd_facts *f = &rep->f;
-	enum dbr_topo t = f->topo;
+	enum dbr_dist t = f->topo;
 
-	if (t == DBR_TOPO_NA) {
+	if (f->topo_na) {
 		say(r, DD_OK, "gpu=host: the NVMe controller writes system memory, no peer device");
-	} else if (t == DBR_TOPO_UNKNOWN) {
+	} else if (t == DBR_DIST_UNKNOWN) {
 		topo_unknown(rep, r);
-	} else if (t == DBR_TOPO_SWITCH || t == DBR_TOPO_ROOT_PORT) {
+	} else if (t == DBR_DIST_SWITCH || t == DBR_DIST_ROOT_PORT) {
 		say(r, DD_OK, "GPU %s and NVMe %s meet at %s (%s): %s", f->gpu_pci,
-		    f->nvme_pci, f->topo_via, dbr_topo_name(t), topo_meaning[t]);
+		    f->nvme_pci, f->topo_via, dbr_dist_name(t), topo_meaning[t]);
 	} else {
 		say(r, DD_WARN, "GPU %s and NVMe %s meet %s%s (%s): %s", f->gpu_pci,
 		    f->nvme_pci, f->topo_via[0] ? "at " : "above the host bridges",
-		    f->topo_via, dbr_topo_name(t), topo_meaning[t]);
+		    f->topo_via, dbr_dist_name(t), topo_meaning[t]);
 		fix(r, "put the drive and the GPU below one PCIe switch, or pick a GPU near the drive (--gpu-dev, fio gpu_dev_ids)");
 	}
 }

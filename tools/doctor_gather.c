@@ -318,10 +318,11 @@ static void gather_topology(struct dd_ctx *c)
 {
 	struct dd_facts *f = &c->rep.f;
 
+	f->topo = DBR_DIST_UNKNOWN;
 	if (c->prov == &gpu_host_provider)
-		f->topo = DBR_TOPO_NA;
+		f->topo_na = true;
 	else if (f->gpu_sys[0] && f->nvme_sys[0])
-		f->topo = dbr_topo_classify(f->gpu_sys, f->nvme_sys, f->gpu_numa,
+		f->topo = dbr_dist_classify(f->gpu_sys, f->nvme_sys, f->gpu_numa,
 					   f->nvme_numa, f->topo_via,
 					   sizeof(f->topo_via));
 	if (dbr_sys_read_long(UDMABUF_LIMIT_PARAM, &f->udmabuf_limit_mb) < 0)
@@ -335,6 +336,7 @@ void dd_gather(struct dd_ctx *c)
 	c->fd = -1;
 	f->lbs = f->max_kb = f->max_hw_kb = -1;
 	f->nvme_numa = -1;
+	f->topo = DBR_DIST_UNKNOWN;
 	gather_kernel(f);
 	gather_device(c);
 	gather_iommu(f);

@@ -211,7 +211,8 @@ static void json_gpu(struct jw *w, const struct dd_report *rep)
 static void json_rest(struct jw *w, const struct dd_facts *f)
 {
 	jw_open(w, "topology", '{');
-	jw_str(w, "relation", dbr_topo_name(f->topo));
+	jw_str(w, "relation", f->topo_na ? "not-applicable" :
+			      dbr_dist_name(f->topo));
 	jw_str(w, "via", f->topo_via);
 	jw_close(w, '}');
 	jw_open(w, "limits", '{');

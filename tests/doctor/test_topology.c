@@ -15,13 +15,13 @@
 #define HB1 "/sys/devices/pci0000:80"
 
 static void check_topo(const char *a, const char *b, int na, int nb,
-		       enum dbr_topo want, const char *want_via)
+		       enum dbr_dist want, const char *want_via)
 {
 	char via[DD_BDF_LEN];
-	enum dbr_topo got = dbr_topo_classify(a, b, na, nb, via, sizeof(via));
+	enum dbr_dist got = dbr_dist_classify(a, b, na, nb, via, sizeof(via));
 
 	CHECK(got == want && !strcmp(via, want_via),
-	      "%s: got %s via '%s'", dbr_topo_name(want), dbr_topo_name(got), via);
+	      "%s: got %s via '%s'", dbr_dist_name(want), dbr_dist_name(got), via);
 }
 
 static void test_classify(void)
@@ -29,29 +29,29 @@ static void test_classify(void)
 	/* root port 01.0 -> switch up 01:00.0 -> down 02:0x.0 -> endpoints */
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0",
 		   HB0 "/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:04:00.0",
-		   0, 0, DBR_TOPO_SWITCH, "0000:01:00.0");
+		   0, 0, DBR_DIST_SWITCH, "0000:01:00.0");
 	/* two functions of one device below a root port */
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB0 "/0000:00:01.0/0000:01:00.1",
-		   0, 0, DBR_TOPO_ROOT_PORT, "0000:00:01.0");
+		   0, 0, DBR_DIST_ROOT_PORT, "0000:00:01.0");
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB0 "/0000:00:03.0/0000:05:00.0",
-		   0, 0, DBR_TOPO_ROOT_COMPLEX, "pci0000:00");
+		   0, 0, DBR_DIST_HOST_BRIDGE, "pci0000:00");
 	/* integrated endpoints on the root bus, as in a VM */
 	check_topo(HB0 "/0000:00:04.0", HB0 "/0000:00:05.0",
-		   -1, -1, DBR_TOPO_ROOT_COMPLEX, "pci0000:00");
+		   -1, -1, DBR_DIST_HOST_BRIDGE, "pci0000:00");
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   "/sys/devices/pci0000:40/0000:40:01.0/0000:41:00.0",
-		   0, 0, DBR_TOPO_HOST_BRIDGES, "");
+		   0, 0, DBR_DIST_NUMA, "");
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB1 "/0000:80:01.0/0000:81:00.0",
-		   0, 1, DBR_TOPO_SOCKETS, "");
+		   0, 1, DBR_DIST_OTHER, "");
 	/* no NUMA information: cannot tell sockets apart */
 	check_topo(HB0 "/0000:00:01.0/0000:01:00.0",
 		   HB1 "/0000:80:01.0/0000:81:00.0",
-		   -1, -1, DBR_TOPO_HOST_BRIDGES, "");
+		   -1, -1, DBR_DIST_OTHER, "");
 	check_topo("/sys/devices/virtual/block/loop0", HB0 "/0000:00:04.0",
-		   0, 0, DBR_TOPO_UNKNOWN, "");
+		   0, 0, DBR_DIST_UNKNOWN, "");
 }
 
 /* the readers, against this machine */

@@ -136,12 +136,10 @@ else
 			sed 's/^/    /' "$TMPD/$name.out" | tail -20
 		fi
 	}
-	# the engine's classes in the doctor's words: same-root-port,
-	# same-host-bridge = same-root-complex, same-numa-node =
-	# different-host-bridges on one node
+	# the doctor says the engine's classes in the engine's words
 	doctor near-a "$GA,$GB" 0 $NA ok "GPU $GA and NVMe $CA meet at 0000:00:04.0 \\(same-root-port\\)"
-	doctor near-b "$GA,$GB" 1 $NB warning "GPU $GB and NVMe $CB meet at pci0000:40 \\(same-root-complex\\)"
-	doctor numa-b "$GA,$GC" 1 $NB warning "GPU $GC and NVMe $CB meet above the host bridges \\(different-host-bridges\\)"
+	doctor near-b "$GA,$GB" 1 $NB warning "GPU $GB and NVMe $CB meet at pci0000:40 \\(same-host-bridge\\)"
+	doctor numa-b "$GA,$GC" 1 $NB warning "GPU $GC and NVMe $CB meet above the host bridges \\(same-numa-node\\)"
 	grep -q "^ok  *gpu.pci  *PCI $GC, NUMA node $node1$" "$TMPD/numa-b.out" &&
 		pass "doctor numa-b: gpu.pci $GC on NUMA node $node1" ||
 		fail "doctor numa-b: gpu.pci: $(grep 'gpu.pci' "$TMPD/numa-b.out")"

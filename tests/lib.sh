@@ -68,9 +68,42 @@ run_fio() {
 	fi
 }
 
+# timed_fio SIGNAL SECONDS FIO-ARGS...: run_fio under timeout, which cannot
+# run a shell function: the same preload, by env
+timed_fio() {
+	local sig=$1 secs=$2
+	local pre=${DBR_ASAN_PRELOAD:+$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}}
+	shift 2
+	timeout -s "$sig" "$secs" env ${pre:+LD_PRELOAD=$pre} "$FIO" "$@"
+}
+
 # fio with this engine; extra arguments are fio options
 dbr_fio() {
 	run_fio --ioengine="external:$ENGINE" "$@"
+}
+
+# control_fails NAME JOB-ARGS...: does fio's own io_uring engine (fixed
+# buffers, registered files) fail this job with this fio? Its error (fio's
+# "error=..." words) in $TMPD/NAME.ctl-error. Where it does, a check of this
+# engine on the job proves nothing either way (fio 3.41 issues some
+# sync_file_range ranges the kernel refuses, now and then): not_judged.
+control_fails() {
+	local name=$1 out=$TMPD/$1.ctl
+	shift
+	if run_fio --ioengine=io_uring --fixedbufs=1 --registerfiles=1 "$@" \
+		>"$out" 2>&1 && ! grep -q "err= *[1-9]" "$out"; then
+		return 1
+	fi
+	# a control refused for its options is this test's own mistake
+	grep -o -m1 'error=[A-Za-z ]*' "$out" >"$out-error" ||
+		die "$name: fio's io_uring engine did not run the control: $(grep -m1 -iE 'error|bad option|invalid' "$out")"
+	return 0
+}
+
+# not_judged NAME: say that fio's own engine fails the job control_fails ran,
+# so this fio cannot judge this engine on it (counted neither way)
+not_judged() {
+	log "SKIP $1: fio $("$FIO" --version)'s own io_uring engine fails this job too ($(cat "$TMPD/$1.ctl-error")): not judged on this fio"
 }
 
 # run_ok NAME FIO-ARGS...: fio must exit 0 with no error in its output

@@ -140,10 +140,10 @@ mkfifo "$TMPD/fifo"
 for how in option env; do
 	rc=0
 	if [ $how = option ]; then
-		timeout -s KILL 30 "$FIO" --ioengine="external:$ENGINE" "${base[@]}" --gpu=host \
+		timed_fio KILL 30 --ioengine="external:$ENGINE" "${base[@]}" --gpu=host \
 			--transfer=bounce --gpu_stats_file="$TMPD/fifo" >"$TMPD/fifo-$how.out" 2>&1 || rc=$?
 	else
-		DBR_GPU_STATS_FILE=$TMPD/fifo timeout -s KILL 30 "$FIO" --ioengine="external:$ENGINE" \
+		DBR_GPU_STATS_FILE=$TMPD/fifo timed_fio KILL 30 --ioengine="external:$ENGINE" \
 			"${base[@]}" --gpu=host --transfer=bounce >"$TMPD/fifo-$how.out" 2>&1 || rc=$?
 	fi
 	if [ $rc -ne 0 ] && [ $rc -ne 137 ] &&
@@ -155,7 +155,7 @@ for how in option env; do
 done
 # the reader: this shell, holding the FIFO open read-write from here on
 exec 3<>"$TMPD/fifo"
-if timeout -s KILL 30 "$FIO" --ioengine="external:$ENGINE" "${base[@]}" --gpu=host --transfer=bounce \
+if timed_fio KILL 30 --ioengine="external:$ENGINE" "${base[@]}" --gpu=host --transfer=bounce \
 	--gpu_stats_file="$TMPD/fifo" >"$TMPD/fifo-read.out" 2>&1; then
 	timeout 5 head -1 <&3 >"$TMPD/fifo.read"
 	grep -q '"job":"bad"' "$TMPD/fifo.read" && pass "stats-file-fifo with a reader: the record went through it" ||

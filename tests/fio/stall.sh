@@ -24,9 +24,7 @@ time.sleep(5)' >"$TMPD/$name.pty" &
 	for _ in $(seq 50); do [ -s "$TMPD/$name.pty" ] && break; sleep 0.1; done
 	pty=$(cat "$TMPD/$name.pty")
 	[ -c "$pty" ] || die "no pseudo-terminal ($pty)"
-	# run_fio's preload (the sanitizer pass), under a timeout
-	pre=${DBR_ASAN_PRELOAD:+$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}}
-	timeout 30 env ${pre:+LD_PRELOAD=$pre} "$FIO" --ioengine="external:$ENGINE" --name=st --filename="$pty" \
+	timed_fio TERM 30 --ioengine="external:$ENGINE" --name=st --filename="$pty" \
 		--size=4k --bs=4k --rw=read --gpu=host --transfer=bounce --thread "$@" \
 		>"$TMPD/$name.out" 2>&1
 }

@@ -6,8 +6,9 @@
 . "$(dirname "$0")/../lib.sh"
 
 f=$(scratch_file)
-common=(--name=s --filename="$f" --size=4m --bs=4k --iodepth=8 --rw=randwrite
-	--gpu=host --transfer=bounce --direct=1 --output-format=json)
+job=(--name=s --filename="$f" --size=4m --bs=4k --iodepth=8 --rw=randwrite
+	--direct=1 --output-format=json)
+common=("${job[@]}" --gpu=host --transfer=bounce)
 
 # sync latency samples: fio counts fsync and fdatasync alike there
 sync_ios() {
@@ -29,7 +30,9 @@ done
 # sync_file_range=write:4: fio's io_uring engine runs it, so must we, and
 # each one reaches the kernel where fio queued it (its write_iolog)
 out=$TMPD/sfr.json
-if dbr_fio "${common[@]}" --rw=write --sync_file_range=write:4 --output="$out" \
+if control_fails sfr "${job[@]}" --rw=write --sync_file_range=write:4; then
+	not_judged sfr
+elif dbr_fio "${common[@]}" --rw=write --sync_file_range=write:4 --output="$out" \
 	>"$TMPD/sfr.log" 2>&1; then
 	n=$(sync_ios "$out")
 	[ "$n" -ge 200 ] && pass "sync_file_range=write:4: $n issued and completed" ||
@@ -37,11 +40,13 @@ if dbr_fio "${common[@]}" --rw=write --sync_file_range=write:4 --output="$out" \
 else
 	fail "sync_file_range=write:4: fio failed: $(grep -m1 'err=' "$TMPD/sfr.log")"
 fi
-if trace_ok; then
-	sfr=(--name=t --filename="$f" --size=256k --bs=4k --rw=write --iodepth=8
-		--gpu=host --transfer=bounce --direct=1 --thread
-		--sync_file_range=wait_before,write:3 --write_iolog="$TMPD/t.iolog")
-	if submit_trace "$TMPD/t.sqes" "$TMPD/t.out" dbr_fio "${sfr[@]}"; then
+sfr=(--name=t --filename="$f" --size=256k --bs=4k --rw=write --iodepth=8
+	--direct=1 --thread --sync_file_range=wait_before,write:3)
+if control_fails sfr-order "${sfr[@]}"; then
+	not_judged sfr-order
+elif trace_ok; then
+	if submit_trace "$TMPD/t.sqes" "$TMPD/t.out" dbr_fio "${sfr[@]}" \
+		--gpu=host --transfer=bounce --write_iolog="$TMPD/t.iolog"; then
 		cut -d' ' -f1 "$TMPD/t.sqes" >"$TMPD/t.ops"
 		awk '$3 == "write" {print "WRITE_FIXED"}
 		     $3 == "sync_file_range" {print "SYNC_FILE_RANGE"}' \

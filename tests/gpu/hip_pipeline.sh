@@ -63,9 +63,14 @@ if trace_ok; then
 	HIPDOUBLE_DELAY_US=1000 same_order slow-gpu-copies-fdatasync \
 		--ioengine="external:$ENGINE" --gpu=hip --transfer=bounce \
 		--fsync=0 --fdatasync=3 --rw=randwrite
-	HIPDOUBLE_DELAY_US=1000 same_order slow-gpu-copies-sync_file_range \
-		--ioengine="external:$ENGINE" --gpu=hip --transfer=bounce \
-		--fsync=0 --sync_file_range=write:3
+	if control_fails slow-gpu-copies-sync_file_range "${order_job[@]}" \
+		--fsync=0 --sync_file_range=write:3; then
+		not_judged slow-gpu-copies-sync_file_range
+	else
+		HIPDOUBLE_DELAY_US=1000 same_order slow-gpu-copies-sync_file_range \
+			--ioengine="external:$ENGINE" --gpu=hip --transfer=bounce \
+			--fsync=0 --sync_file_range=write:3
+	fi
 else
 	log "SKIP ordering: tracefs io_uring events not available (needs root and tracefs)"
 fi

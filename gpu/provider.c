@@ -93,12 +93,17 @@ void gpu_buf_free(struct gpu_buf *b)
 static void *abandoned[64];
 static unsigned int nr_abandoned;
 
-void gpu_keep_abandoned(struct gpu_buf *b)
+void gpu_keep_for_exit(void *p)
 {
 	unsigned int i = __atomic_fetch_add(&nr_abandoned, 1, __ATOMIC_RELAXED);
 
 	if (i < sizeof(abandoned) / sizeof(abandoned[0]))
-		abandoned[i] = b->priv;
+		abandoned[i] = p;
+}
+
+void gpu_keep_abandoned(struct gpu_buf *b)
+{
+	gpu_keep_for_exit(b->priv);
 	b->priv = NULL;
 }
 

@@ -141,6 +141,8 @@ void gpu_buf_free(struct gpu_buf *b);
  * its stream and memory) for the process's exit; referenced from here.
  */
 void gpu_keep_abandoned(struct gpu_buf *b);
+/* Keep p (memory abandoned copies may still use) reachable until exit. */
+void gpu_keep_for_exit(void *p);
 
 /*
  * The host shadow of a device provider: anonymous, page-aligned pages that

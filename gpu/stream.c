@@ -187,8 +187,19 @@ static int drain_by_deadline(struct gpu_buf *b, struct gpu_stream *s)
  */
 void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s)
 {
+	struct gpu_stream *kept;
+
 	if (b->deadline_ns && s->stream && drain_by_deadline(b, s) == -ETIMEDOUT) {
 		b->abandoned = true;
+		/*
+		 * s lives in its owner's state, which fio frees: what the
+		 * running copies use stays reachable through a copy of it
+		 */
+		kept = malloc(sizeof(*kept));
+		if (kept) {
+			*kept = *s;
+			gpu_keep_for_exit(kept);
+		}
 		return;
 	}
 	b->abandoned = false;

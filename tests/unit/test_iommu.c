@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "sysfs_fixture.h"
 #include "dbr_config.h"
 #include "iommu.h"
 
@@ -30,46 +31,6 @@
 #define NVME6	HB "/0000:00:07.0/0000:07:00.0"	/* DMA, group 7 */
 #define SUBSYS7	"devices/virtual/nvme-subsystem/nvme-subsys7"
 #define SUBSYS8	"devices/virtual/nvme-subsystem/nvme-subsys8"
-
-static char root[512];
-
-static void put(const char *rel, const char *text)
-{
-	char path[PATH_MAX], *slash;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/sys/%s", root, rel);
-	for (slash = path + strlen(root) + 1; (slash = strchr(slash, '/'));
-	     slash++) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-	if (!text) {
-		mkdir(path, 0755);
-		return;
-	}
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%s\n", text) < 0 || fclose(f)) {
-		perror(path);
-		exit(99);
-	}
-}
-
-/* sys/<rel> -> <root>/sys/<target> */
-static void link_to(const char *rel, const char *target)
-{
-	char path[PATH_MAX], dest[PATH_MAX];
-
-	put(rel, NULL);
-	snprintf(path, sizeof(path), "%s/sys/%s", root, rel);
-	rmdir(path);
-	snprintf(dest, sizeof(dest), "%s/sys/%s", root, target);
-	if (symlink(dest, path) < 0) {
-		perror(path);
-		exit(99);
-	}
-}
 
 /* a controller at dev (bdf) with namespace disk; group < 0: none */
 static void ctrl(const char *dev, const char *bdf, const char *name,

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "sysfs_fixture.h"
 #include "topology.h"
 
 #define HB0	"devices/pci0000:00"
@@ -40,46 +41,6 @@
 #define NVME4	RP5_SW "/0000:0d:00.0/0000:0e:00.0"
 #define GPU_G	RP5_SW "/0000:0d:01.0/0000:0f:00.0"	/* near nvme4 */
 #define SUBSYS8	"devices/virtual/nvme-subsystem/nvme-subsys8"
-
-static char root[512];
-
-static void put(const char *rel, const char *text)
-{
-	char path[PATH_MAX], *slash;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/sys/%s", root, rel);
-	for (slash = path + strlen(root) + 1; (slash = strchr(slash, '/'));
-	     slash++) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-	if (!text) {
-		mkdir(path, 0755);
-		return;
-	}
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%s\n", text) < 0 || fclose(f)) {
-		perror(path);
-		exit(99);
-	}
-}
-
-/* sys/<rel> -> <root>/sys/<target> */
-static void link_to(const char *rel, const char *target)
-{
-	char path[PATH_MAX], dest[PATH_MAX];
-
-	put(rel, NULL);
-	snprintf(path, sizeof(path), "%s/sys/%s", root, rel);
-	rmdir(path);
-	snprintf(dest, sizeof(dest), "%s/sys/%s", root, target);
-	if (symlink(dest, path) < 0) {
-		perror(path);
-		exit(99);
-	}
-}
 
 static void pci_fn(const char *dev, const char *bdf, const char *numa)
 {

@@ -34,7 +34,12 @@ per_call() {
 		awk '$2 > 0 { printf "%.2f", $1 / $2; exit } END { if (!NR) print 0 }'
 }
 
-for rw in randwrite randread randrw; do
+# A file in memory completes reads through io-wq, so there reads' passes
+# follow how fast the workers finish, not the engine: only writes (held
+# before the ring) are judged there.
+rws="randwrite randread randrw"
+[ -n "$ZRAM" ] || { rws=randwrite; log "SKIP randread, randrw: no zram, and a /dev/shm file's reads complete through io-wq"; }
+for rw in $rws; do
 	r=$(per_call "$rw" --rw="$rw")
 	if awk -v r="$r" 'BEGIN { exit !(r >= 3) }'; then
 		pass "$rw 4k qd32, fio's default batching, on $target: $r copies per runtime call"

@@ -55,6 +55,7 @@ struct dbr_options {
 	unsigned int hipri;
 	unsigned int force_async;
 	unsigned int gpu_copy;
+	unsigned int gpu_kernel;
 	char *watchdog;
 	char *stats_file;
 	char *spin_us;

@@ -263,6 +263,22 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "gpu_kernel",
+		.lname	= "How the copy kernel runs",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_kernel),
+		.help	= "How the copy kernel (gpu_copy=auto|kernel) takes its copies",
+		.def	= "resident",
+		.posval = {
+			  { .ival = "resident", .oval = GPU_KERNEL_RESIDENT,
+			    .help = "One block per thread stays on the GPU and polls a ring in host memory: no runtime call per pass" },
+			  { .ival = "launch", .oval = GPU_KERNEL_LAUNCH,
+			    .help = "One kernel launch per pass" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "stall_watchdog",
 		.lname	= "Stall watchdog",
 		.type	= FIO_OPT_STR_STORE,
@@ -508,6 +524,7 @@ static int dbr_init(struct thread_data *td)
 		dbr_auto_export(td, prov, dev, &p2p);
 	gpu_buf_init(&dd->sess.buf, prov, dev, spin_ns);
 	dd->sess.buf.copy_mode = o->gpu_copy;
+	dd->sess.buf.kernel_mode = o->gpu_kernel;
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, prov, &sync) ||
 	    dbr_open_session(td, dd, p2p, sync))

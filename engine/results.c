@@ -113,9 +113,9 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 		     dir_names[d], r->bytes[d], dir_names[d], r->ios[d],
 		     dir_names[d], r->runtime_ms[d], dir_names[d],
 		     dbr_result_bw(r, d), dir_names[d], dbr_result_iops(r, d));
-	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"copy_launches\":%lu,\"reissues\":%lu,\"error\":%d}\n",
-	     r->copies, r->copy_calls, r->copy_launches, r->reissues,
-	     r->error);
+	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"copy_launches\":%lu,\"copy_passes\":%lu,\"reissues\":%lu,\"error\":%d}\n",
+	     r->copies, r->copy_calls, r->copy_launches, r->copy_passes,
+	     r->reissues, r->error);
 	return j.over ? -ENOSPC : (int)j.used;
 }
 
@@ -326,6 +326,7 @@ static void tally_add(struct dbr_tally *t, const struct dbr_result *r)
 	s->copies += r->copies;
 	s->copy_calls += r->copy_calls;
 	s->copy_launches += r->copy_launches;
+	s->copy_passes += r->copy_passes;
 }
 
 static int sum_cmp(const void *a, const void *b)
@@ -419,6 +420,9 @@ void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 		    s->copy_calls);
 	if (s->copy_launches)
 		dbr_cat(buf, len, " and %lu kernel launches", s->copy_launches);
+	if (s->copy_passes)
+		dbr_cat(buf, len, " and %lu passes to the resident kernel",
+			s->copy_passes);
 	if (!s->copies)
 		dbr_cat(buf, len, ", no GPU copies");
 }

@@ -45,6 +45,7 @@ struct dbr_result {
 	unsigned long copies;		/* GPU copies (bounce, gpu_sync) */
 	unsigned long copy_calls;	/* runtime calls that carried them */
 	unsigned long copy_launches;	/* copy-kernel launches that did */
+	unsigned long copy_passes;	/* passes the resident kernel took */
 	unsigned long reissues;		/* -EAGAIN reissues */
 	int error;			/* fio's td->error */
 };
@@ -67,6 +68,7 @@ struct dbr_gpu_sum {
 	unsigned long copies;
 	unsigned long copy_calls;
 	unsigned long copy_launches;
+	unsigned long copy_passes;
 };
 
 #define DBR_MAX_GPU_SUMS	64

@@ -629,10 +629,10 @@ static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuStreamWriteValue64");
 }
 
-/* The copy kernel (kcopy.h): one module per buffer, in its context. */
+/* A copy kernel (kcopy.h, kring.h): one module per stream, in its context. */
 struct cu_kcopy {
 	CUmodule mod;
-	CUfunction fn;		/* dbr_kcopy */
+	CUfunction fn;		/* dbr_kcopy or dbr_kring */
 };
 
 static int rt_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev_addr)
@@ -647,7 +647,8 @@ static int rt_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev_addr)
 }
 
 /* The driver compiles the PTX for this GPU; its first complaint goes in why. */
-static int rt_kernel_load(struct gpu_buf *b, const char *ptx, void **mod)
+static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
+			  const char *entry, void **mod)
 {
 	char log[96] = "";
 	CUjit_option opt[] = { CU_JIT_ERROR_LOG_BUFFER,
@@ -673,7 +674,7 @@ static int rt_kernel_load(struct gpu_buf *b, const char *ptx, void **mod)
 		free(k);
 		return cu_errno(r);
 	}
-	r = cu.ModuleGetFunction(&k->fn, k->mod, "dbr_kcopy");
+	r = cu.ModuleGetFunction(&k->fn, k->mod, entry);
 	if (r != CUDA_SUCCESS) {
 		cu.ModuleUnload(k->mod);
 		free(k);
@@ -705,6 +706,18 @@ static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuLaunchKernel");
 }
 
+static int rt_kernel_start(struct gpu_buf *b, void *stream, void *mod,
+			   uint64_t ring, uint64_t host, uint64_t dev)
+{
+	struct cu_kcopy *k = mod;
+	void *args[] = { &ring, &host, &dev };
+	CUresult r;
+
+	r = cu.LaunchKernel(k->fn, 1, 1, 1, GPU_KRING_THREADS, 1, 1, 0, stream,
+			    args, NULL);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuLaunchKernel(dbr_kring)");
+}
+
 static const struct gpu_runtime cuda_runtime = {
 	.probe		= cuda_probe,
 	.open		= rt_open,
@@ -734,6 +747,7 @@ static const struct gpu_runtime cuda_runtime = {
 	.kernel_load	= rt_kernel_load,
 	.kernel_unload	= rt_kernel_unload,
 	.kernel_launch	= rt_kernel_launch,
+	.kernel_start	= rt_kernel_start,
 };
 
 static int cuda_pci_addr(int dev, char *buf, size_t len)

@@ -70,19 +70,39 @@ const char *gpu_copy_mode_name(enum gpu_copy_mode mode)
 	return "?";
 }
 
+/*
+ * " (resident)", or why not where gpu_kernel=resident was asked for and
+ * the stream launches per pass; "" before a stream is made.
+ */
+static const char *kernel_how(const struct gpu_stream *s,
+			      const struct gpu_buf *b, char *buf, size_t len)
+{
+	if (!s)
+		return "";
+	if (s->kr.r)
+		return " (resident)";
+	if (b->kernel_mode == GPU_KERNEL_LAUNCH || !s->rt->kernel_start)
+		return " (a launch per pass)";
+	snprintf(buf, len, " (a launch per pass; resident kernel: %s)",
+		 s->rwhy[0] ? s->rwhy : "needs the runtime's stream writes");
+	return buf;
+}
+
 void gpu_kcopy_describe(const struct gpu_stream *s, const struct gpu_buf *b,
 			char *buf, size_t len)
 {
 	const char *why = "";
+	char how[240];
 	enum gpu_copy_mode got = s ? gpu_stream_copy_mode(s, &why) :
 				     b->copy_mode;
 
 	if (got == GPU_COPY_AUTO)
-		snprintf(buf, len, "copy kernel under %u KiB, DMA from %u KiB",
+		snprintf(buf, len, "copy kernel%s under %u KiB, DMA from %u KiB",
+			 kernel_how(s, b, how, sizeof(how)),
 			 GPU_KCOPY_AUTO_MAX >> 10, GPU_KCOPY_AUTO_MAX >> 10);
 	else if (got == GPU_COPY_KERNEL)
-		snprintf(buf, len, "copy kernel (DMA for copies not %u-byte aligned)",
-			 GPU_KCOPY_ALIGN);
+		snprintf(buf, len, "copy kernel%s (DMA for copies not %u-byte aligned)",
+			 kernel_how(s, b, how, sizeof(how)), GPU_KCOPY_ALIGN);
 	else if (b->copy_mode == GPU_COPY_DMA)
 		snprintf(buf, len, "DMA");
 	else if (!why[0])

@@ -34,6 +34,12 @@ enum gpu_copy_mode {
 	GPU_COPY_KERNEL,	/* copy kernel for every copy it can take */
 };
 
+/* How the copy kernel runs (gpu_kernel=; kring.h). */
+enum gpu_kernel_mode {
+	GPU_KERNEL_RESIDENT,	/* stays on the GPU, fed through a host ring */
+	GPU_KERNEL_LAUNCH,	/* one launch per pass */
+};
+
 struct gpu_provider;
 struct gpu_runtime;
 
@@ -42,6 +48,8 @@ struct gpu_stream_stats {
 	unsigned long copies;		/* single copies queued */
 	unsigned long calls;		/* runtime copy calls (batch or single) */
 	unsigned long launches;		/* copy-kernel launches */
+	unsigned long passes;		/* passes posted to the resident kernel */
+	unsigned long starts;		/* resident kernel starts (launches) */
 	unsigned long fences;		/* fences recorded */
 	unsigned long kernel_fences;	/* of them, written by a copy kernel */
 	unsigned long queries;		/* event queries (no host flag) */
@@ -63,6 +71,7 @@ struct gpu_buf {
 	enum gpu_copy_mode copy_mode;	/* gpu_copy: how a copy stream over
 					 * the buffer copies; set before one
 					 * is made (stream.h) */
+	enum gpu_kernel_mode kernel_mode;	/* gpu_kernel: likewise */
 	uint64_t dev_addr;	/* device address of the allocation (device
 				 * providers; what a copy stream copies to) */
 	uint64_t deadline_ns;	/* gpu_now_ns() after which waits for copies

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,94 @@ static void flag_unmap(struct gpu_stream *s)
 	s->flag_dev = 0;
 }
 
+/* What kring_setup got, released in reverse order (r_dev: ring mapped). */
+static void kring_free(struct gpu_stream *s, void *r, uint64_t r_dev)
+{
+	if (s->kstream)
+		s->rt->stream_destroy(s->kstream);
+	if (s->rmod)
+		s->rt->kernel_unload(s->rmod);
+	if (r_dev)
+		s->rt->unmap_host(r);
+	if (r)
+		munmap(r, gpu_kring_size());
+	s->kstream = NULL;
+	s->rmod = NULL;
+	s->kr.r = NULL;
+}
+
+/* Start the resident kernel (again); the first start must say it runs. */
+static int kring_start(struct gpu_buf *b, struct gpu_stream *s)
+{
+	uint64_t t0, before = gpu_kring_starts(&s->kr);
+	int ret;
+
+	ret = s->rt->enter(b);
+	if (!ret)
+		ret = s->rt->kernel_start(b, s->kstream, s->rmod, s->kr.r_dev,
+					  s->host_dev, s->dev_base);
+	if (ret < 0)
+		return ret;
+	if (s->st.starts++)
+		return 0;
+	for (t0 = gpu_now_ns(); gpu_kring_starts(&s->kr) == before;)
+		if (gpu_now_ns() - t0 > GPU_KRING_START_NS)
+			return -ETIMEDOUT;
+	return 0;
+}
+
+/*
+ * The resident kernel, where gpu_kernel=resident (the default), the runtime
+ * can start one and the stream has its host word; started once here, so
+ * that a kernel that cannot get onto the GPU is found now, not with copies
+ * posted (it leaves again when idle). Else passes are launched and s->rwhy
+ * says why.
+ */
+static void kring_setup(struct gpu_buf *b, struct gpu_stream *s)
+{
+	size_t len = gpu_kring_size();
+	uint64_t r_dev = 0;
+	void *r;
+	int ret;
+
+	if (b->kernel_mode != GPU_KERNEL_RESIDENT || !s->rt->kernel_start ||
+	    !s->flag)
+		return;
+	r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (r == MAP_FAILED) {
+		snprintf(s->rwhy, sizeof(s->rwhy), "ring: %s", strerror(errno));
+		return;
+	}
+	ret = s->rt->map_host(b, r, len, &r_dev);
+	if (!ret)
+		ret = s->rt->kernel_load(b, gpu_kring_ptx(), "dbr_kring", &s->rmod);
+	if (!ret)
+		ret = s->rt->stream_create(b, &s->kstream);
+	if (ret < 0)
+		s->kstream = NULL;
+	gpu_kring_init(&s->kr, r, r_dev);
+	/* the copy calls' fences are stream writes: they must work */
+	if (!ret)
+		ret = s->rt->write_value(b, s->stream, s->flag_dev, 0);
+	if (!ret)
+		ret = kring_start(b, s);
+	if (!ret)
+		return;
+	snprintf(s->rwhy, sizeof(s->rwhy), "%s",
+		 ret == -ETIMEDOUT ? "did not start within 1 s (the GPU is full of other work)" :
+		 b->why[0] ? b->why : strerror(-ret));
+	b->why[0] = '\0';	/* not an error: launches do the job */
+	if (ret == -ETIMEDOUT) {
+		/* it may start later: it finds stop set and leaves; keep its ring */
+		gpu_kring_stop(&s->kr);
+		s->kr.r = NULL;
+		s->kstream = NULL;
+		return;
+	}
+	kring_free(s, r, r_dev);
+}
+
 /*
  * The copy kernel, where b->copy_mode asks for it and the runtime can load
  * it; else every copy goes through the runtime's copy calls and s->kwhy
@@ -72,7 +161,7 @@ static void kcopy_setup(struct gpu_buf *b, struct gpu_stream *s)
 	s->kl = malloc(sizeof(*s->kl));
 	ret = s->kl ? rt->host_dev_addr(b, b->host, &s->host_dev) : -ENOMEM;
 	if (!ret)
-		ret = rt->kernel_load(b, gpu_kcopy_ptx(), &s->kmod);
+		ret = rt->kernel_load(b, gpu_kcopy_ptx(), "dbr_kcopy", &s->kmod);
 	if (ret < 0) {
 		snprintf(s->kwhy, sizeof(s->kwhy), "%s",
 			 b->why[0] ? b->why : strerror(-ret));
@@ -83,12 +172,15 @@ static void kcopy_setup(struct gpu_buf *b, struct gpu_stream *s)
 		return;
 	}
 	s->mode = b->copy_mode;
+	kring_setup(b, s);
 }
 
 static void stream_free(struct gpu_stream *s)
 {
 	unsigned int i;
 
+	if (s->kr.r)
+		kring_free(s, s->kr.r, s->kr.r_dev);
 	if (s->kmod)
 		s->rt->kernel_unload(s->kmod);
 	free(s->kl);
@@ -163,6 +255,12 @@ static void nap(long ns)
 	nanosleep(&ts, NULL);
 }
 
+/* Every pass posted to the resident kernel, fenced or not, is done. */
+static bool ring_idle(const struct gpu_stream *s)
+{
+	return !s->kr.r || gpu_kring_idle(&s->kr);
+}
+
 /*
  * With a deadline: poll until every fenced copy is done (a pass is always
  * fenced), or give up at the deadline with -ETIMEDOUT, copies still running.
@@ -172,12 +270,26 @@ static int drain_by_deadline(struct gpu_buf *b, struct gpu_stream *s)
 	int ret;
 
 	s->nr_queued = 0;
-	while ((ret = gpu_stream_poll(s, s->issued)) == 0) {
+	while ((ret = gpu_stream_poll(s, s->issued)) == 0 || !ring_idle(s)) {
+		if (ret < 0)
+			return ret;
 		if (past_deadline(b))
 			return -ETIMEDOUT;
 		nap(50000);
 	}
 	return ret < 0 ? ret : 0;
+}
+
+/*
+ * The resident kernel leaves once the passes posted are done; its stream
+ * then ends.
+ */
+static void kring_leave(struct gpu_buf *b, struct gpu_stream *s)
+{
+	if (!s->kr.r)
+		return;
+	gpu_kring_stop(&s->kr);
+	s->rt->stream_sync(b, s->kstream);
 }
 
 /*
@@ -191,6 +303,8 @@ void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s)
 
 	if (b->deadline_ns && s->stream && drain_by_deadline(b, s) == -ETIMEDOUT) {
 		b->abandoned = true;
+		if (s->kr.r)
+			gpu_kring_stop(&s->kr);
 		/*
 		 * s lives in its owner's state, which fio frees: what the
 		 * running copies use stays reachable through a copy of it
@@ -205,6 +319,7 @@ void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s)
 	b->abandoned = false;
 	if (s->stream)
 		s->rt->stream_sync(b, s->stream);
+	kring_leave(b, s);
 	stream_free(s);
 }
 
@@ -347,24 +462,102 @@ static int launch_packed(struct gpu_buf *b, struct gpu_stream *s)
 	return ret;
 }
 
+/* Post the open pass to the resident kernel, starting it where it left. */
+static int kring_send(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
+{
+	s->st.passes++;
+	if (gpu_kring_post(&s->kr, ticket))
+		return kring_start(b, s);
+	return 0;
+}
+
+/* All GPU_KRING_SLOTS passes are in flight: wait for the oldest. */
+static int kring_wait_room(struct gpu_buf *b, struct gpu_stream *s)
+{
+	while (!gpu_kring_room(&s->kr)) {
+		if (past_deadline(b))
+			return -ETIMEDOUT;
+		nap(5000);
+	}
+	return 0;
+}
+
+/*
+ * The kernel's copies q[0, n) into passes of the ring, the last ending
+ * fence 'ticket' where there is one (*signalled): the copy calls fence
+ * their own engine (gpu_stream_fence).
+ */
+static int post_resident(struct gpu_buf *b, struct gpu_stream *s,
+			 const struct gpu_copy *q, unsigned int n,
+			 uint64_t ticket, bool *signalled)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < n && !ret; i++) {
+		while (!ret && !gpu_kring_add(&s->kr, &q[i]))
+			ret = s->kr.open ? kring_send(b, s, 0) :
+					   kring_wait_room(b, s);
+	}
+	if (!ret && s->kr.open) {
+		ret = kring_send(b, s, ticket);
+		*signalled = !ret && ticket;
+	}
+	return ret;
+}
+
+/*
+ * The kernel's copies q[0, n) as launches of up to GPU_KCOPY_MAX; given a
+ * ticket (every queued copy is the kernel's) and the stream's host word,
+ * the last launch writes it (*signalled).
+ */
+static int launch_passes(struct gpu_buf *b, struct gpu_stream *s,
+			 const struct gpu_copy *q, unsigned int n,
+			 uint64_t ticket, bool *signalled)
+{
+	struct gpu_klaunch *l = s->kl;
+	unsigned int i;
+	int ret;
+
+	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
+	for (i = 0; i < n; i++) {
+		if (gpu_kcopy_add(l, &q[i]))
+			continue;
+		ret = launch_packed(b, s);
+		if (ret < 0)
+			return ret;
+		gpu_kcopy_add(l, &q[i]);
+	}
+	if (ticket && s->flag && l->n) {
+		l->flag = s->flag_dev;
+		l->ticket = ticket;
+	}
+	*signalled = l->flag != 0;
+	ret = launch_packed(b, s);
+	if (ret < 0)
+		*signalled = false;
+	return ret;
+}
+
 /*
  * The copies the kernel takes (chosen by each copy's own length, before
  * neighbours fold: a run of 4 KiB reads stays the kernel's) leave the
- * queue as launches of up to GPU_KCOPY_MAX, both directions together; the
- * rest stay queued for the copy calls. Launches and calls share the
- * stream, so a fence after them covers both. Given a ticket, where the
- * kernel takes every queued copy and the stream has its host word, the last
- * launch is the fence too: it writes the ticket there itself (*signalled),
- * and the stream-write call after it is saved (kcopy_ptx.h says why that
- * matters).
+ * queue as passes of up to GPU_KCOPY_MAX, both directions together,
+ * posted to the resident kernel or launched; the rest stay queued for the
+ * copy calls. Launches and calls share the stream, so a fence after them
+ * covers both; the resident kernel is an engine of its own and fences its
+ * passes itself. Given a ticket, where the kernel takes every queued copy
+ * and the stream has its host word (resident: wherever the kernel has
+ * copies), the last pass is the fence too: it writes the ticket itself
+ * (*signalled), and the stream-write call after it is saved (kcopy_ptx.h
+ * says why that matters).
  */
 static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s,
 			 uint64_t ticket, bool *signalled)
 {
-	struct gpu_klaunch *l = s->kl;
 	struct gpu_copy *q = s->queued, t;
 	unsigned int i, nk = 0, n;
-	int ret = 0;
+	int ret;
 
 	for (i = 0; i < s->nr_queued; i++) {
 		if (!gpu_kcopy_takes(s->mode, &q[i]))
@@ -374,25 +567,11 @@ static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s,
 		q[i] = t;
 	}
 	n = coalesce_run(s, q, nk);
-	gpu_kcopy_begin(l, s->host_dev, s->dev_base);
-	for (i = 0; i < n; i++) {
-		if (gpu_kcopy_add(l, &q[i]))
-			continue;
-		ret = launch_packed(b, s);
-		if (ret < 0)
-			break;
-		gpu_kcopy_add(l, &q[i]);
-	}
-	if (!ret && ticket && s->flag && l->n && nk == s->nr_queued) {
-		l->flag = s->flag_dev;
-		l->ticket = ticket;
-	}
-	if (!ret) {
-		*signalled = l->flag != 0;
-		ret = launch_packed(b, s);
-		if (ret < 0)
-			*signalled = false;
-	}
+	if (s->kr.r)
+		ret = post_resident(b, s, q, n, ticket, signalled);
+	else
+		ret = launch_passes(b, s, q, n,
+				    nk == s->nr_queued ? ticket : 0, signalled);
 	memmove(q, q + nk, (s->nr_queued - nk) * sizeof(*q));
 	s->nr_queued -= nk;
 	return ret;
@@ -423,8 +602,10 @@ static int stream_send(struct gpu_buf *b, struct gpu_stream *s,
 		copy_addrs(s, b, &s->queued[i], &s->dst[i], &s->src[i]);
 		s->len[i] = s->queued[i].len;
 	}
-	if (!ret && s->nr_queued)
+	if (!ret && s->nr_queued) {
 		ret = submit_batch(b, s, &sent);
+		s->d_dirty |= sent > 0;
+	}
 	s->nr_queued = 0;
 	s->st.call_ns += gpu_now_ns() - t0;
 	return ret;
@@ -433,8 +614,12 @@ static int stream_send(struct gpu_buf *b, struct gpu_stream *s,
 int gpu_stream_submit(struct gpu_stream *s)
 {
 	bool signalled;
+	int ret = stream_send(s->buf, s, 0, &signalled);
 
-	return stream_send(s->buf, s, 0, &signalled);
+	/* what is queued next may copy the same bytes: after, not beside */
+	if (s->kr.r)
+		gpu_kring_order(&s->kr);
+	return ret;
 }
 
 enum gpu_copy_mode gpu_stream_copy_mode(const struct gpu_stream *s,
@@ -479,6 +664,49 @@ static int fence_event(struct gpu_buf *b, struct gpu_stream *s, uint64_t t)
 	return s->rt->event_record(b, ticket_event(s, t), s->stream);
 }
 
+/*
+ * A fence over two engines: the copy calls' stream writes ticket t where
+ * calls were sent since its last fence, and the ring carries t where it
+ * was posted to since its last one (gpu_stream_poll reads both).
+ */
+static int fence_resident(struct gpu_buf *b, struct gpu_stream *s, uint64_t t,
+			  bool signalled)
+{
+	int ret = 0;
+
+	if (s->d_dirty) {
+		ret = s->rt->write_value(b, s->stream, s->flag_dev, t);
+		if (ret < 0)
+			return ret;
+		s->d_last = t;
+		s->d_dirty = false;
+	}
+	if (!signalled && s->kr.dirty) {
+		ret = kring_send(b, s, t);
+		signalled = !ret;
+	}
+	s->st.kernel_fences += signalled;
+	return ret;
+}
+
+/*
+ * A fence on the one stream: the last launch wrote the ticket
+ * (signalled), or a stream write does, or (no host word) an event.
+ */
+static int fence_stream(struct gpu_buf *b, struct gpu_stream *s, uint64_t t,
+			bool signalled)
+{
+	int ret = 0;
+
+	s->st.kernel_fences += signalled;
+	if (s->flag && !signalled &&
+	    s->rt->write_value(b, s->stream, s->flag_dev, t) < 0)
+		ret = flag_give_up(b, s);
+	if (!ret && !s->flag)
+		ret = fence_event(b, s, t);
+	return ret;
+}
+
 int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket)
 {
 	struct gpu_buf *b = s->buf;
@@ -490,12 +718,8 @@ int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket)
 	if (ret < 0)
 		return ret;
 	t0 = gpu_now_ns();
-	s->st.kernel_fences += signalled;
-	if (s->flag && !signalled &&
-	    s->rt->write_value(b, s->stream, s->flag_dev, t) < 0)
-		ret = flag_give_up(b, s);
-	if (!ret && !s->flag)
-		ret = fence_event(b, s, t);
+	ret = s->kr.r ? fence_resident(b, s, t, signalled) :
+			fence_stream(b, s, t, signalled);
 	s->st.call_ns += gpu_now_ns() - t0;
 	if (ret < 0)
 		return ret;
@@ -512,6 +736,28 @@ static void fence_done(struct gpu_stream *s, uint64_t ticket)
 		s->done = ticket;
 }
 
+/*
+ * An engine that said it is done with the newest ticket it was given is
+ * done with every ticket so far; else with the ticket it said.
+ */
+static uint64_t done_through(const struct gpu_stream *s, uint64_t seen,
+			     uint64_t last)
+{
+	return seen >= last ? s->issued : seen;
+}
+
+/* Both engines' words: the copy calls' host word and the ring's. */
+static int poll_resident(struct gpu_stream *s, uint64_t ticket)
+{
+	uint64_t d = done_through(s, __atomic_load_n(s->flag, __ATOMIC_ACQUIRE),
+				  s->d_last);
+	uint64_t k = done_through(s, gpu_kring_ticket(&s->kr),
+				  s->kr.last_ticket);
+
+	fence_done(s, d < k ? d : k);
+	return s->done >= ticket;
+}
+
 int gpu_stream_poll(struct gpu_stream *s, uint64_t ticket)
 {
 	struct gpu_buf *b = s->buf;
@@ -521,6 +767,8 @@ int gpu_stream_poll(struct gpu_stream *s, uint64_t ticket)
 		return 1;
 	if (ticket > s->issued)
 		return -EINVAL;
+	if (s->kr.r)
+		return poll_resident(s, ticket);
 	if (s->flag) {
 		uint64_t seen = __atomic_load_n(s->flag, __ATOMIC_ACQUIRE);
 
@@ -556,23 +804,39 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 }
 
 /*
- * With b->stop: poll instead of sleeping in the runtime (which no stop can
- * wake), in 20 us naps for the first millisecond, then, for a copy that
- * slow, in 200 us naps that also ask whether the job stops; from then on
- * give up stop_bound_ns later.
+ * A wait on the resident kernel that spun goes on yielding this long before
+ * it naps: a pass takes microseconds, a nap at least the timer's slack
+ * (50 us), and no runtime call can sleep until a ring moves. None where
+ * gpu_spin_us=0 asks to sleep at once.
  */
-static int wait_stoppable(struct gpu_stream *s, uint64_t ticket)
+static uint64_t kring_yield_ns(const struct gpu_stream *s)
+{
+	return s->kr.r && s->buf->spin_ns ? GPU_KRING_YIELD_NS : 0;
+}
+
+/*
+ * With b->stop, or for the resident kernel (no runtime call waits for a
+ * ring): poll instead of sleeping in the runtime (which no stop can wake),
+ * in 20 us naps for the first millisecond, then, for a copy that slow, in
+ * 200 us naps that also ask whether the job stops; from then on give up
+ * stop_bound_ns later.
+ */
+static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 {
 	struct gpu_buf *b = s->buf;
-	uint64_t t0 = gpu_now_ns();
+	uint64_t t0 = gpu_now_ns(), yield = kring_yield_ns(s);
 	int ret;
 
 	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
-		if (gpu_now_ns() - t0 < 1000000) {
+		if (gpu_now_ns() - t0 < yield) {
+			sched_yield();
+			continue;
+		}
+		if (gpu_now_ns() - t0 < yield + 1000000) {
 			nap(20000);
 			continue;
 		}
-		if (!b->deadline_ns && b->stop(b->stop_arg))
+		if (!b->deadline_ns && b->stop && b->stop(b->stop_arg))
 			b->deadline_ns = gpu_now_ns() + b->stop_bound_ns;
 		if (past_deadline(b))
 			return -ETIMEDOUT;
@@ -597,7 +861,7 @@ int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket)
 			continue;
 		}
 		if (gpu_spin_over(t0, b->spin_ns))
-			return b->stop ? wait_stoppable(s, ticket) :
+			return b->stop || s->kr.r ? wait_napping(s, ticket) :
 			       sleep_for(b, s, ticket);
 	}
 	return ret < 0 ? ret : 0;
@@ -613,6 +877,8 @@ int gpu_stream_drain(struct gpu_stream *s)
 	s->nr_queued = 0;
 	if (!ret)
 		ret = s->rt->stream_sync(b, s->stream);
+	while (!ret && !ring_idle(s))
+		nap(20000);
 	if (!ret)
 		fence_done(s, s->issued);
 	return ret;

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kring.h"
 #include "provider.h"
 
 struct gpu_klaunch;
@@ -92,17 +93,25 @@ struct gpu_runtime {
 			   uint64_t value);
 	/*
 	 * Optional (NULL: copies go through the calls above only): the copy
-	 * kernel (kcopy.h). kernel_load loads dbr_kcopy from PTX text into
-	 * *mod; kernel_launch queues one launch of l on the stream;
-	 * host_dev_addr gives the device address of the page-locked host
-	 * shadow. HIP could fill them with hipModuleLoadData and
-	 * hipModuleLaunchKernel from a code object; it does not yet.
+	 * kernel (kcopy.h). kernel_load loads the kernel named entry from PTX
+	 * text into *mod; kernel_launch queues one launch of dbr_kcopy (l) on
+	 * the stream; host_dev_addr gives the device address of the
+	 * page-locked host shadow. HIP could fill them with hipModuleLoadData
+	 * and hipModuleLaunchKernel from a code object; it does not yet.
 	 */
 	int (*host_dev_addr)(struct gpu_buf *b, void *host, uint64_t *dev_addr);
-	int (*kernel_load)(struct gpu_buf *b, const char *ptx, void **mod);
+	int (*kernel_load)(struct gpu_buf *b, const char *ptx,
+			   const char *entry, void **mod);
 	void (*kernel_unload)(void *mod);
 	int (*kernel_launch)(struct gpu_buf *b, void *stream, void *mod,
 			     const struct gpu_klaunch *l);
+	/*
+	 * Optional (NULL: the kernel is launched per pass): queue one block
+	 * of GPU_KRING_THREADS running dbr_kring (kring.h) on the stream, over
+	 * the ring at device address ring, between host and dev.
+	 */
+	int (*kernel_start)(struct gpu_buf *b, void *stream, void *mod,
+			    uint64_t ring, uint64_t host, uint64_t dev);
 };
 
 struct gpu_copy {
@@ -133,6 +142,13 @@ struct gpu_stream {
 	uint64_t host_dev;	/* device address of b->host, for the kernel */
 	enum gpu_copy_mode mode;	/* b->copy_mode, DMA without the kernel */
 	char kwhy[192];		/* why the kernel could not be had */
+	/* the resident kernel (kr.r NULL: launches per pass, or none) */
+	struct gpu_kring_host kr;
+	void *rmod;		/* dbr_kring loaded */
+	void *kstream;		/* the stream it runs on */
+	uint64_t d_last;	/* newest ticket the copy calls' stream writes */
+	bool d_dirty;		/* copy calls sent since d_last */
+	char rwhy[192];		/* why it is launched per pass instead */
 	struct gpu_stream_stats st;
 };
 
@@ -151,7 +167,14 @@ void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s);
  * Copies are queued, sent to the runtime in batches (submit), and fenced:
  * a fence returns a ticket, and tickets complete in the order they were
  * handed out. Two copies of the same bytes must be separated by a submit
- * (copies within one batch run in any order).
+ * (copies within one batch run in any order); a fence alone does not order
+ * copies before it against copies after it (the resident kernel runs the
+ * passes of several fences as one), so the same bytes copied again after a
+ * fence need a submit in between, or the fence done. With the resident
+ * kernel the copies it takes and those that go to the copy calls run on two
+ * engines: copies of one length and alignment always take the same one, and
+ * two copies of the same bytes that do not must be separated by a
+ * completed fence.
  */
 /* Queue a copy of [off, off + len) between shadow and device. */
 int gpu_stream_copy(struct gpu_stream *s, enum gpu_copy_dir dir, size_t off,

@@ -28,7 +28,8 @@ def reps_by_impl(records):
         threads = r.get("gpu_threads") or []
         copies = sum(t.get("copies", 0) for t in threads)
         # a copy kernel launch sends copies as a runtime copy call does
-        calls = sum(t.get("copy_calls", 0) + t.get("copy_launches", 0)
+        calls = sum(t.get("copy_calls", 0) + t.get("copy_launches", 0) +
+                    t.get("copy_passes", 0)
                     for t in threads)
         per_call = copies / calls if calls else None
         c = r["case"]

@@ -20,7 +20,8 @@
 #           where the copy engines overtake the kernel (auto's 64 KiB)
 # COPY_TARGETS="shm zram": an 8 GiB file in /dev/shm, and /dev/zram0 as the
 # bounce mode sets it up (zram_target: ZRAM_GB, filled once).
-# COPY_SET="dma kernel", COPY_REPEAT=5, COPY_RUNTIME=3, COPY_THREADS="1 8 16".
+# COPY_SET="dma kernel" (an entry MODE:HOW adds gpu_kernel=HOW, e.g. auto:launch),
+# COPY_REPEAT=5, COPY_RUNTIME=3, COPY_THREADS="1 8 16", COPY_RW="randread randwrite".
 
 kc_shm=/dev/shm/dbr-kcopy.bin
 kc_zram=/dev/zram0
@@ -42,10 +43,10 @@ kc_check() {
 	local c t
 
 	section "kcopy: gpu_check round trips"
-	for c in kernel auto dma; do
-		for t in 1 4; do
-			x "$CHECK" cuda -c $c -t $t -m 64 -x skip >"$RUNS/kcopy-check-$c-$t.out" 2>&1
-			note "kcopy check -c $c -t $t: exit $? $(grep -m1 'thread 0:' "$RUNS/kcopy-check-$c-$t.out" | cut -c1-300)"
+	for c in kernel auto dma kernel:launch; do
+		for t in 1 4 16; do
+			x timeout 120 "$CHECK" cuda -c ${c%%:*} -K ${c#*:} -t $t -m 64 -x skip >"$RUNS/kcopy-check-$c-$t.out" 2>&1
+			note "kcopy check -c $c -t $t: exit $? $(grep -m1 'thread 0:' "$RUNS/kcopy-check-$c-$t.out" | cut -c1-400)"
 		done
 	done
 }
@@ -65,7 +66,7 @@ kc_verify() {
 					out=$RUNS/kcopy-verify-$tgt-$rw-$bs-qd$qd.out
 					dbr --name=v --filename="$f" "${opts[@]}" --rw=$rw \
 						--bs=$bs --iodepth=$qd >"$out" 2>&1
-					note "kcopy verify $tgt $rw bs=$bs qd=$qd: exit $? $(grep -o 'err= *[0-9]*' "$out" | head -1); $(grep -m1 -o '[0-9]* kernel launches' "$out")"
+					note "kcopy verify $tgt $rw bs=$bs qd=$qd: exit $? $(grep -o 'err= *[0-9]*' "$out" | head -1); $(grep -m1 -o '[0-9]* kernel launches and [0-9]* passes to the resident kernel ([0-9]* starts)' "$out")"
 				done
 			done
 			out=$RUNS/kcopy-verify-$tgt-read-$bs.out
@@ -73,13 +74,13 @@ kc_verify() {
 				--iodepth=32 --do_verify=0 >/dev/null 2>&1
 			dbr --name=v --filename="$f" "${opts[@]}" --rw=read --bs=$bs \
 				--iodepth=32 --verify_only=1 >"$out" 2>&1
-			note "kcopy verify $tgt read pass bs=$bs qd=32: exit $? $(grep -o 'err= *[0-9]*' "$out" | head -1); $(grep -m1 -o '[0-9]* kernel launches' "$out")"
+			note "kcopy verify $tgt read pass bs=$bs qd=32: exit $? $(grep -o 'err= *[0-9]*' "$out" | head -1); $(grep -m1 -o '[0-9]* kernel launches and [0-9]* passes to the resident kernel ([0-9]* starts)' "$out")"
 		done
 		# gpu_copy=auto: kernel and copy calls in the same passes
 		out=$RUNS/kcopy-verify-$tgt-auto-randrw.out
 		dbr --name=v --filename="$f" "${opts[@]}" --gpu_copy=auto --rw=randrw \
 			--bsrange=4k-1m --iodepth=32 >"$out" 2>&1
-		note "kcopy verify $tgt gpu_copy=auto randrw bs=4k-1m qd=32: exit $? $(grep -o 'err= *[0-9]*' "$out" | head -1); $(grep -m1 -o '[0-9]* GPU copies in [0-9]* runtime calls' "$out"), $(grep -m1 -o '[0-9]* kernel launches' "$out")"
+		note "kcopy verify $tgt gpu_copy=auto randrw bs=4k-1m qd=32: exit $? $(grep -o 'err= *[0-9]*' "$out" | head -1); $(grep -m1 -o '[0-9]* GPU copies in [0-9]* runtime calls' "$out"), $(grep -m1 -o '[0-9]* kernel launches and [0-9]* passes to the resident kernel ([0-9]* starts)' "$out")"
 	done
 }
 
@@ -92,7 +93,10 @@ kc_run() {
 
 	[ "$impl" = io_uring ] ||
 		eng=(--ioengine="external:$ENGINE" --gpu=cuda --transfer=bounce
-		     --registerfiles --gpu_copy="$impl")
+		     --registerfiles --gpu_copy="${impl%%:*}")
+	case $impl in
+	*:*) eng+=(--gpu_kernel="${impl#*:}") ;;
+	esac
 	"$FIO" "${eng[@]}" "$@" --output-format=json --output="$out.json" 2>"$out.err"
 	python3 -c 'import json,sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
@@ -130,10 +134,11 @@ for k in order:
 PY
 }
 
-# counters from our end-of-job lines: "launches calls copies", summed
+# counters from our end-of-job lines: "launches calls copies", summed; a
+# pass to the resident kernel counts as a launch
 kc_counts() {
-	sed -n 's/.* \([0-9]*\) GPU copies in \([0-9]*\) runtime calls (.*) and \([0-9]*\) kernel launches.*/\3 \2 \1/p' "$1" |
-		awk '{ l += $1; c += $2; n += $3 } END { printf "%d %d %d", l, c, n }'
+	sed -n 's/.* \([0-9]*\) GPU copies in \([0-9]*\) runtime calls (.*), \([0-9]*\) kernel launches and \([0-9]*\) passes to the resident kernel.*/\3 \4 \2 \1/p' "$1" |
+		awk '{ l += $1 + $2; c += $3; n += $4 } END { printf "%d %d %d", l, c, n }'
 }
 
 # kc_matrix NAME BSLIST RWLIST THREADS IMPLS REPEAT
@@ -170,7 +175,7 @@ proof_kcopy() {
 		verify)	kc_verify ;;
 		iops)
 			section "kcopy: 4k IOPS, fio io_uring vs gpu_copy=${set// /|}"
-			kc_matrix iops 4k "randread randwrite" "${COPY_THREADS:-1 8 16}" \
+			kc_matrix iops 4k "${COPY_RW:-randread randwrite}" "${COPY_THREADS:-1 8 16}" \
 				"io_uring $set" "${COPY_REPEAT:-5}"
 			;;
 		sweep)

@@ -9,8 +9,9 @@
  *                             others must fail their probe cleanly (a
  *                             negative errno and a reason)
  *   gpu_check PROVIDER [-d IDS] [-t THREADS] [-m MIB] [-x try|require|refuse|skip]
- *                      [-k MS] [-f] [-c auto|dma|kernel]
- *   gpu_check ptx             print the copy kernel's PTX (kcopy_ptx.h)
+ *                      [-k MS] [-f] [-c auto|dma|kernel] [-K resident|launch]
+ *   gpu_check ptx [kring]     print the copy kernel's PTX (kcopy_ptx.h), or
+ *                             the resident kernel's (kring_ptx.h)
  *
  * Per thread (device = entry i mod n of IDS, as gpu_dev_ids): set up the
  * session, fill the shadow, copy it to the device, clear the shadow, copy it back in chunks
@@ -37,6 +38,7 @@
 
 #include "dbr_config.h"
 #include "kcopy.h"
+#include "kring.h"
 #include "provider.h"
 #include "session.h"
 #include "stream.h"
@@ -58,6 +60,7 @@ static struct {
 	int keep_ms;
 	bool want_alloc_fail;
 	enum gpu_copy_mode copy;
+	enum gpu_kernel_mode kernel;
 	pthread_barrier_t keep;
 } opt = {
 	.threads = 1,
@@ -210,15 +213,15 @@ static int small_trip(struct gpu_stream *s, int seed, unsigned long *not_ready)
 	return 0;
 }
 
-/* "copies by copy kernel ..., 4 kernel launches, 3 runtime calls" */
+/* "copies by copy kernel ..., 4 kernel launches, 0 passes ..., 3 runtime calls" */
 static void copy_summary(const struct gpu_stream *s, char *out, size_t len)
 {
 	const struct gpu_stream_stats *st = &s->st;
 	char how[320];
 
 	gpu_kcopy_describe(s, s->buf, how, sizeof(how));
-	snprintf(out, len, "copies by %s, %lu kernel launches, %lu runtime calls",
-		 how, st->launches, st->calls);
+	snprintf(out, len, "copies by %s, %lu kernel launches, %lu passes to the resident kernel (%lu starts), %lu runtime calls",
+		 how, st->launches, st->passes, st->starts, st->calls);
 }
 
 static int check_export(struct gpu_buf *b, char *out, size_t len)
@@ -277,6 +280,7 @@ static int set_up(struct worker *w, struct dbr_session *s)
 	dbr_sess_init(s);
 	gpu_buf_init(b, opt.prov, w->dev, gpu_spin_ns());
 	b->copy_mode = opt.copy;
+	b->kernel_mode = opt.kernel;
 	ret = dbr_sess_open(s, &c, &step);
 	if (!ret)
 		ret = dbr_sess_alloc(s, opt.size, &step);
@@ -317,7 +321,7 @@ static int run_one(struct worker *w, struct dbr_session *s)
 {
 	struct gpu_buf *b = &s->buf;
 	unsigned long not_ready = 0;
-	char exp[384], how[400] = "";
+	char exp[384], how[512] = "";
 	int ret;
 
 	ret = set_up(w, s);
@@ -428,7 +432,7 @@ static int parse(int argc, char **argv)
 		return -1;
 	}
 	optind = 2;
-	while ((c = getopt(argc, argv, "d:t:m:x:k:fc:")) != -1) {
+	while ((c = getopt(argc, argv, "d:t:m:x:k:fc:K:")) != -1) {
 		switch (c) {
 		case 'd':
 			opt.nr_ids = dbr_parse_dev_ids(optarg, opt.ids,
@@ -461,6 +465,10 @@ static int parse(int argc, char **argv)
 				   !strcmp(optarg, "kernel") ? GPU_COPY_KERNEL :
 				   GPU_COPY_AUTO;
 			break;
+		case 'K':
+			opt.kernel = !strcmp(optarg, "launch") ? GPU_KERNEL_LAUNCH :
+				     GPU_KERNEL_RESIDENT;
+			break;
 		default:
 			return -1;
 		}
@@ -475,7 +483,8 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return self_test();
 	if (!strcmp(argv[1], "ptx"))
-		return fputs(gpu_kcopy_ptx(), stdout) < 0;
+		return fputs(argc > 2 && !strcmp(argv[2], "kring") ?
+			     gpu_kring_ptx() : gpu_kcopy_ptx(), stdout) < 0;
 	if (parse(argc, argv))
 		return 2;
 	return run_provider();

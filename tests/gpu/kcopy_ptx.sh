@@ -46,4 +46,52 @@ if "$ptxas" -arch=sm_90 "$TMPD/bad.ptx" -o "$TMPD/bad.cubin" >"$TMPD/bad.out" 2>
 else
 	pass "negative control: a corrupted kernel is refused ($(head -1 "$TMPD/bad.out" | cut -c1-80))"
 fi
+# The resident kernel (gpu/kring_ptx.h, made from gpu/kring.cu): through
+# ptxas too, with the orders its protocol rests on, and the same as
+# gpu/kring-ptx makes it now where nvcc is here.
+"$check" ptx kring >"$TMPD/kring.ptx" || die "gpu_check ptx kring failed"
+grep -q '^\.visible \.entry dbr_kring($' "$TMPD/kring.ptx" && pass "entry dbr_kring" ||
+	fail "no entry dbr_kring in the resident kernel's PTX"
+grep -q '^\.version 7\.0$' "$TMPD/kring.ptx" && grep -q '^\.target sm_70$' "$TMPD/kring.ptx" &&
+	pass "resident kernel: PTX ISA 7.0, sm_70, as the launch kernel" ||
+	fail "resident kernel: $(grep -E '^\.(version|target)' "$TMPD/kring.ptx" | paste -sd' ')"
+# head and stop read with acquire at system scope; after a pass the block
+# meets, and one system-scope fence (cumulative: every thread's stores are
+# ordered before it by the barrier) comes before the ticket and tail tell
+# the host
+acq=$(grep -c 'ld\.acquire\.sys\.global\.u64' "$TMPD/kring.ptx")
+rel=$(grep -c 'st\.relaxed\.sys\.global\.u64' "$TMPD/kring.ptx")
+order=$(grep -E 'membar\.|bar\.sync|st\.relaxed\.sys' "$TMPD/kring.ptx" | grep -v '@' |
+	tr -d ' \t' | sed 's/[%][a-z0-9]*//g' | paste -sd' ')
+case "$order" in
+*"bar.sync0; membar.sys; st.relaxed.sys.global.u64[],; st.relaxed.sys.global.u64[],;"*) end=ok ;;
+*) end=$order ;;
+esac
+[ "$acq" -ge 3 ] && [ "$rel" -ge 4 ] && [ "$end" = ok ] &&
+	pass "resident kernel: $acq acquire loads; a pass ends at the barrier, one system-scope fence, then the ticket and tail" ||
+	fail "resident kernel: $acq acquire loads, $rel relaxed stores, in order: $end"
+grep -q 'ld\.global\.cv\.v4\.u32' "$TMPD/kring.ptx" &&
+	pass "resident kernel: host memory read around the caches (ld.global.cv)" ||
+	fail "resident kernel: no ld.global.cv.v4 for host memory"
+for arch in sm_80 sm_90; do
+	if "$ptxas" -arch=$arch -v "$TMPD/kring.ptx" -o "$TMPD/kring-$arch.cubin" \
+		>"$TMPD/ptxas-kring-$arch.out" 2>&1; then
+		pass "resident kernel, ptxas -arch=$arch: $(grep -m1 -o 'Used [0-9]* registers' "$TMPD/ptxas-kring-$arch.out")"
+	else
+		fail "resident kernel, ptxas -arch=$arch:"
+		sed 's/^/    /' "$TMPD/ptxas-kring-$arch.out"
+	fi
+done
+nvcc=$(dirname "$ptxas")/nvcc
+made=$(sed -n 's/.* with nvcc \([0-9.]*\)\.$/\1/p' "$SRCDIR/gpu/kring_ptx.h")
+have=$([ -x "$nvcc" ] && "$nvcc" --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p')
+if [ -n "$have" ] && [ "$have" != "$made" ]; then
+	echo "# nvcc $have here, $made made gpu/kring_ptx.h: not compared with gpu/kring.cu"
+elif [ -x "$nvcc" ] && NVCC=$nvcc "$SRCDIR/gpu/kring-ptx" --stdout >"$TMPD/kring_ptx.h" 2>"$TMPD/kring-ptx.err"; then
+	cmp -s "$TMPD/kring_ptx.h" "$SRCDIR/gpu/kring_ptx.h" &&
+		pass "gpu/kring_ptx.h is what gpu/kring-ptx makes of gpu/kring.cu" ||
+		fail "gpu/kring_ptx.h is stale: run gpu/kring-ptx ($(diff "$SRCDIR/gpu/kring_ptx.h" "$TMPD/kring_ptx.h" | wc -l) lines differ)"
+else
+	echo "# no nvcc beside ptxas: gpu/kring_ptx.h not compared with gpu/kring.cu"
+fi
 finish

@@ -11,13 +11,16 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "kcopy.h"
+#include "kring.h"
 #include "provider.h"
 #include "stream.h"
 
@@ -60,11 +63,20 @@ static void *addr_of(struct gpu_buf *b, uint64_t a)
 static int fk_enter(struct gpu_buf *b) { (void)b; return 0; }
 static int fk_stream_create(struct gpu_buf *b, void **s)
 {
+	static int streams[64];
+	static unsigned int made;
+
 	(void)b;
-	*s = &fk;
+	*s = &streams[made++ % 64];
 	return 0;
 }
-static int fk_sync(struct gpu_buf *b, void *s) { (void)b; (void)s; return 0; }
+static void fr_join(void *stream);
+static int fk_sync(struct gpu_buf *b, void *s)
+{
+	(void)b;
+	fr_join(s);
+	return 0;
+}
 static void fk_stream_destroy(void *s) { (void)s; }
 static int fk_event_create(struct gpu_buf *b, void **e)
 {
@@ -132,13 +144,187 @@ static int fk_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev)
 	return 0;
 }
 
-static int fk_kernel_load(struct gpu_buf *b, const char *ptx, void **mod)
+static size_t desc_len(const struct gpu_kdesc *d)
+{
+	return (size_t)(d->len & ~GPU_KDESC_D2H) * GPU_KCOPY_ALIGN;
+}
+
+/*
+ * The resident kernel's fake: each start is a thread that, as dbr_kring
+ * does, first waits for the one before it (a stream runs its launches one
+ * after the other), then takes the ring's passes in rounds (fr_run_round),
+ * each after fr.delay_us, copying descriptors last first; it leaves on stop or
+ * after fr.idle_ns with nothing posted, saying so first as the kernel does.
+ * It counts what a GPU would refuse in fr.bad.
+ */
+#define RING_DEV	(1ull << 43)	/* the fake's device address of the ring */
+
+static struct {
+	struct gpu_kring *r;
+	struct gpu_buf *b;
+	pthread_t th;
+	bool have_th;
+	void *stream;		/* the stream the kernel was started on */
+	unsigned int loads, starts, passes, rounds, bad, most_posted;
+	unsigned int begun;	/* rounds begun (atomic) */
+	bool never_start;	/* the start is accepted, the kernel never runs */
+	long delay_us;
+	uint64_t idle_ns;
+} fr;
+
+static int fr_load(const char *ptx, void **mod)
+{
+	if (!strstr(ptx, ".entry dbr_kring("))
+		return -ENOENT;
+	fr.loads++;
+	*mod = &fr;
+	return 0;
+}
+
+static uint64_t fr_get(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void fr_set(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* 0: pass seq is posted; 1: leave (stop, or idle with nothing posted) */
+static int fr_wait_posted(struct gpu_kring *r, uint64_t seq)
+{
+	uint64_t t0 = gpu_now_ns();
+
+	while (fr_get(&r->head) == seq) {
+		if (fr_get(&r->stop))
+			return 1;
+		if (gpu_now_ns() - t0 > fr.idle_ns) {
+			fr_set(&r->running, 0);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (fr_get(&r->head) == seq)
+				return 1;
+			fr_set(&r->running, 1);
+			return 0;
+		}
+		usleep(10);
+	}
+	return 0;
+}
+
+static void fr_run_pass(struct gpu_kpass *p, uint64_t *ticket)
+{
+	unsigned int i;
+
+	if (p->n > GPU_KCOPY_MAX || (p->ticket && p->ticket <= *ticket))
+		fr.bad++;
+	for (i = p->n; i-- > 0;) {
+		uint64_t off = (uint64_t)p->d[i].off * GPU_KCOPY_ALIGN;
+		size_t len = desc_len(&p->d[i]);
+		bool to_host = p->d[i].len & GPU_KDESC_D2H;
+
+		memcpy(addr_of(fr.b, (to_host ? HOST_DEV : fk.dev_base) + off),
+		       addr_of(fr.b, (to_host ? fk.dev_base : HOST_DEV) + off),
+		       len);
+	}
+	if (p->ticket)
+		*ticket = p->ticket;
+	fr.passes++;
+}
+
+/*
+ * One round, as dbr_kring takes it: every pass posted, up to one marked
+ * ordered after the first; here the round's passes run last first, so a
+ * pass the host should have marked and did not shows as bytes out of order.
+ */
+static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq, uint64_t head,
+			     uint64_t *ticket)
+{
+	uint64_t take, j, last = *ticket;
+
+	__atomic_add_fetch(&fr.begun, 1, __ATOMIC_RELEASE);
+	if (head - seq > GPU_KRING_SLOTS)
+		fr.bad++;
+	if (head - seq > fr.most_posted)
+		fr.most_posted = (unsigned int)(head - seq);
+	for (take = 1; take < head - seq && take < GPU_KRING_SLOTS; take++)
+		if (r->slot[(seq + take) % GPU_KRING_SLOTS].flags & GPU_KPASS_ORDERED)
+			break;
+	if (fr.delay_us)
+		usleep(fr.delay_us);
+	for (j = take; j-- > 0;) {
+		uint64_t t = last;
+
+		fr_run_pass(&r->slot[(seq + j) % GPU_KRING_SLOTS], &t);
+		if (t > *ticket)
+			*ticket = t;
+	}
+	fr.rounds++;
+	if (*ticket > last)
+		fr_set(&r->ticket, *ticket);
+	fr_set(&r->tail, seq + take);
+	return take;
+}
+
+static void *fr_kernel(void *prev)
+{
+	struct gpu_kring *r = fr.r;
+	uint64_t seq, ticket = 0, head;
+
+	if (prev) {
+		pthread_join(*(pthread_t *)prev, NULL);
+		free(prev);
+	}
+	seq = fr_get(&r->tail);
+	fr_set(&r->starts, fr_get(&r->starts) + 1);
+	fr_set(&r->running, 1);
+	while (!fr_wait_posted(r, seq)) {
+		head = fr_get(&r->head);
+		seq += fr_run_round(r, seq, head, &ticket);
+	}
+	return NULL;
+}
+
+static int fk_kernel_start(struct gpu_buf *b, void *stream, void *mod,
+			   uint64_t ring, uint64_t host, uint64_t dev)
+{
+	pthread_t *prev = NULL;
+
+	fr.starts++;
+	if (mod != &fr || ring != RING_DEV || host != HOST_DEV ||
+	    dev != fk.dev_base || !fr.r)
+		fr.bad++;
+	if (fr.never_start)
+		return 0;
+	fr.b = b;
+	fr.stream = stream;
+	if (fr.have_th) {
+		prev = malloc(sizeof(*prev));
+		*prev = fr.th;
+	}
+	fr.have_th = !pthread_create(&fr.th, NULL, fr_kernel, prev);
+	return fr.have_th ? 0 : -EAGAIN;
+}
+
+/* A wait for the kernel's stream: for every start so far to have left. */
+static void fr_join(void *stream)
+{
+	if (!fr.have_th || stream != fr.stream)
+		return;
+	pthread_join(fr.th, NULL);
+	fr.have_th = false;
+}
+
+static int fk_kernel_load(struct gpu_buf *b, const char *ptx,
+			  const char *entry, void **mod)
 {
 	if (fk.load_ret) {
 		snprintf(b->why, sizeof(b->why), "fakeModuleLoad: NO_JIT");
 		return fk.load_ret;
 	}
-	if (!strstr(ptx, ".entry dbr_kcopy("))
+	if (!strcmp(entry, "dbr_kring"))
+		return fr_load(ptx, mod);
+	if (strcmp(entry, "dbr_kcopy") || !strstr(ptx, ".entry dbr_kcopy("))
 		return -ENOENT;
 	fk.loads++;
 	*mod = &fk;
@@ -149,11 +335,6 @@ static void fk_kernel_unload(void *mod)
 {
 	(void)mod;
 	fk.unloads++;
-}
-
-static size_t desc_len(const struct gpu_kdesc *d)
-{
-	return (size_t)(d->len & ~GPU_KDESC_D2H) * GPU_KCOPY_ALIGN;
 }
 
 /*
@@ -215,7 +396,12 @@ static int fk_kernel_launch(struct gpu_buf *b, void *s, void *mod,
 static int fk_map_host(struct gpu_buf *b, void *host, size_t len,
 		       uint64_t *dev_addr)
 {
-	(void)b; (void)len;
+	(void)b;
+	if (len == gpu_kring_size()) {
+		fr.r = host;
+		*dev_addr = RING_DEV;
+		return 0;
+	}
 	fk.word = host;
 	*dev_addr = WORD_DEV;
 	return 0;
@@ -223,8 +409,10 @@ static int fk_map_host(struct gpu_buf *b, void *host, size_t len,
 
 static void fk_unmap_host(void *host)
 {
-	(void)host;
-	fk.word = NULL;
+	if (host == fr.r)
+		fr.r = NULL;
+	else
+		fk.word = NULL;
 }
 
 /* The stream's own write of a ticket, in stream order: here, at once. */
@@ -453,7 +641,7 @@ static void test_kernel_auto(void)
 	if (ret)
 		return;
 	gpu_kcopy_describe(&s, &b, how, sizeof(how));
-	CHECK(!strcmp(how, "copy kernel under 64 KiB, DMA from 64 KiB"),
+	CHECK(!strcmp(how, "copy kernel (a launch per pass) under 64 KiB, DMA from 64 KiB"),
 	      "the job's line: %s", how);
 	gpu_stream_copy(&s, GPU_H2D, 4 * BLK, BLK);
 	gpu_stream_copy(&s, GPU_H2D, 0 * BLK, BLK);
@@ -677,11 +865,187 @@ static void test_kernel_fallback(void)
 	close_stream(&b, &s);
 }
 
+/* The copy-kernel runtime with stream writes and the resident kernel. */
+static struct gpu_runtime fake_rrt;
+
+static void fake_rrt_init(void)
+{
+	fake_rrt = fake_krt;
+	fake_rrt.map_host = fk_map_host;
+	fake_rrt.unmap_host = fk_unmap_host;
+	fake_rrt.write_value = fk_write_value;
+	fake_rrt.kernel_start = fk_kernel_start;
+}
+
+static void fr_reset(long delay_us, uint64_t idle_ns)
+{
+	fr.starts = fr.passes = fr.rounds = fr.bad = fr.most_posted = 0;
+	fr.never_start = false;
+	fr.delay_us = delay_us;
+	fr.idle_ns = idle_ns;
+	fk.writes = fk.kernel_writes = 0;
+}
+
+/*
+ * gpu_kernel=resident: started once when the stream is made; a pass's small
+ * copies go through the ring and its large one to the copy calls, and the
+ * fence is done only once both engines are: with a slow kernel the copy
+ * calls' half alone does not complete it.
+ */
+static void test_resident(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	char how[256];
+	uint64_t t;
+	unsigned int i;
+	int ret;
+
+	fr_reset(20000, 1000000000);
+	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
+	CHECK(ret == 0 && s.kr.r && fr.starts == 1 && s.st.starts == 1,
+	      "a stream with the resident kernel, started once (%d, %u starts)",
+	      ret, fr.starts);
+	if (ret)
+		return;
+	fk.writes = 0;	/* the stream tried its stream write once */
+	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	CHECK(!strcmp(how, "copy kernel (resident) under 64 KiB, DMA from 64 KiB"),
+	      "the job's line: %s", how);
+	for (i = 0; i < 20; i++)
+		gpu_stream_copy(&s, i & 1 ? GPU_D2H : GPU_H2D, i * 2 * BLK, BLK);
+	gpu_stream_copy(&s, GPU_H2D, 64 * BLK, 16 * BLK);	/* DMA */
+	ret = gpu_stream_fence(&s, &t);
+	CHECK(ret == 0 && fk.batches + fk.singles == 1 && fk.writes == 1 &&
+	      !fk.launches && s.st.passes == 1 && s.st.kernel_fences == 1,
+	      "20 small copies in 1 pass to the ring, the large one in 1 call fenced by 1 stream write (%u calls, %u writes, %lu passes)",
+	      fk.batches + fk.singles, fk.writes, s.st.passes);
+	CHECK(*fk.word == t && gpu_stream_poll(&s, t) == 0,
+	      "the copy calls are done, the kernel not yet: the fence is not done");
+	ret = gpu_stream_wait(&s, t);
+	for (i = 0; i < 20 && same(&b, i * 2 * BLK, BLK); i++)
+		;
+	CHECK(ret == 0 && gpu_stream_poll(&s, t) == 1 && i == 20 &&
+	      same(&b, 64 * BLK, 16 * BLK),
+	      "waited for: every byte where it belongs (%d, %u blocks)", ret, i);
+	CHECK(fk.dev[41 * BLK] != ((uint8_t *)b.host)[41 * BLK],
+	      "blocks between the copies were not touched");
+	/* fences posted while the kernel is busy: one round takes them all */
+	fr.rounds = fr.passes = 0;
+	fr.begun = 0;
+	for (i = 0; i < 6; i++) {
+		gpu_stream_copy(&s, GPU_H2D, (100 + i) * BLK, BLK);
+		ret = gpu_stream_fence(&s, &t);
+		while (!i && !__atomic_load_n(&fr.begun, __ATOMIC_ACQUIRE))
+			usleep(100);
+	}
+	ret = ret ? ret : gpu_stream_wait(&s, t);
+	CHECK(ret == 0 && fr.passes == 6 && fr.rounds == 2 &&
+	      same(&b, 100 * BLK, 6 * BLK),
+	      "6 fences, the last 5 while the kernel copies the first: 6 passes in 2 rounds (%u), every block copied",
+	      fr.rounds);
+	close_stream(&b, &s);
+	CHECK(!fr.have_th && !fr.bad, "the kernel left at the stream's end (%u refused)",
+	      fr.bad);
+}
+
+/*
+ * More passes than the ring has slots, from a slow kernel: the host waits
+ * for room and never has more than GPU_KRING_SLOTS posted; the same bytes
+ * copied in, then out, in passes one after the other, in that order.
+ */
+static void test_resident_full(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	uint64_t t;
+	unsigned int i;
+	uint8_t was[BLK];
+	int ret;
+
+	fr_reset(2000, 1000000000);
+	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 64);
+	CHECK(ret == 0 && s.kr.r, "stream with the resident kernel (%d)", ret);
+	if (ret)
+		return;
+	memcpy(was, b.host, BLK);
+	for (i = 0; i < 3 * GPU_KRING_SLOTS; i++) {
+		gpu_stream_copy(&s, GPU_H2D, (i + 1) * BLK, BLK);
+		gpu_stream_submit(&s);
+	}
+	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
+	gpu_stream_submit(&s);
+	gpu_stream_copy(&s, GPU_D2H, 0, BLK);
+	ret = gpu_stream_fence(&s, &t);
+	if (!ret)
+		ret = gpu_stream_wait(&s, t);
+	CHECK(ret == 0 && s.st.passes == 3 * GPU_KRING_SLOTS + 2 &&
+	      fr.most_posted <= GPU_KRING_SLOTS && !fr.bad,
+	      "%lu passes, at most %u posted at once (%d)", s.st.passes,
+	      fr.most_posted, ret);
+	CHECK(same(&b, 0, (3 * GPU_KRING_SLOTS + 1) * BLK) &&
+	      !memcmp(b.host, was, BLK),
+	      "in, then out, in the order sent: the block came back as it went");
+	close_stream(&b, &s);
+}
+
+/*
+ * The kernel leaves when idle and the next pass starts it again; a kernel
+ * that never gets onto the GPU is found when the stream is made, which
+ * then launches per pass, as gpu_kernel=launch asks for.
+ */
+static void test_resident_restart(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	char how[256];
+	uint64_t t;
+	int ret;
+
+	fr_reset(0, 1000000);
+	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
+	CHECK(ret == 0 && s.kr.r, "stream with the resident kernel (%d)", ret);
+	if (ret)
+		return;
+	usleep(20000);
+	CHECK(!fr_get(&fr.r->running), "idle for 20 ms: the kernel left");
+	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
+	ret = gpu_stream_fence(&s, &t);
+	if (!ret)
+		ret = gpu_stream_wait(&s, t);
+	CHECK(ret == 0 && fr.starts == 2 && s.st.starts == 2 && same(&b, 0, BLK),
+	      "the next pass started it again and was copied (%u starts)",
+	      fr.starts);
+	close_stream(&b, &s);
+
+	fr_reset(0, 1000000000);
+	fr.never_start = true;
+	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
+	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	CHECK(ret == 0 && !s.kr.r && !strcmp(how, "copy kernel (a launch per pass; resident kernel: did not start within 1 s (the GPU is full of other work)) under 64 KiB, DMA from 64 KiB"),
+	      "a kernel that never runs: launches instead: %s", how);
+	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
+	ret = gpu_stream_fence(&s, &t);
+	CHECK(ret == 0 && fk.launches == 1 && gpu_stream_poll(&s, t) == 1 &&
+	      same(&b, 0, BLK), "its copies went by launch (%u)", fk.launches);
+	close_stream(&b, &s);
+
+	fr_reset(0, 1000000000);
+	memset(&b, 0, sizeof(b));
+	b.kernel_mode = GPU_KERNEL_LAUNCH;
+	ret = gpu_stream_init(&b, &s, &fake_rrt, fk.dev_base, 4);
+	CHECK(ret == 0 && !s.kr.r && !fr.starts,
+	      "gpu_kernel=launch: no resident kernel");
+	if (!ret)
+		gpu_stream_exit(&b, &s);
+}
+
 int main(void)
 {
 	int before = count_fds();
 
 	fake_krt_init();
+	fake_rrt_init();
 	test_merge();
 	test_kcopy_units();
 	test_kernel_auto();
@@ -689,6 +1053,9 @@ int main(void)
 	test_kernel_fence();
 	test_kernel_not_asked();
 	test_kernel_fallback();
+	test_resident();
+	test_resident_full();
+	test_resident_restart();
 	CHECK(count_fds() == before, "no descriptor left open");
 	return check_done("test_stream");
 }

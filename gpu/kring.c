@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The host's side of the resident copy kernel's ring. See kring.h; the
+ * kernel is kring.cu (as PTX in kring_ptx.h).
+ *
+ * Order on the host: a pass's descriptors are plain stores into its slot,
+ * then head is stored with release semantics, so a kernel that reads head
+ * with acquire semantics (ld.acquire.sys) sees the whole pass. What the
+ * kernel writes (tail, ticket) is read with acquire semantics, so the
+ * bytes it stored before them (fenced at system scope) are seen too.
+ */
+#include <stddef.h>
+#include <unistd.h>
+
+#include "kring.h"
+#include "kring_ptx.h"
+#include "stream.h"
+
+_Static_assert(offsetof(struct gpu_kring, tail) == 128 &&
+	       offsetof(struct gpu_kring, slot) == 256 &&
+	       sizeof(struct gpu_kpass) == 16 + 8 * GPU_KCOPY_MAX,
+	       "struct gpu_kring is struct kring in kring.cu");
+
+const char *gpu_kring_ptx(void)
+{
+	return gpu_kring_ptx_text;
+}
+
+size_t gpu_kring_size(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (sizeof(struct gpu_kring) + page - 1) / page * page;
+}
+
+void gpu_kring_init(struct gpu_kring_host *k, struct gpu_kring *r,
+		    uint64_t r_dev)
+{
+	*k = (struct gpu_kring_host){ .r = r, .r_dev = r_dev };
+}
+
+static uint64_t load_acquire(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+bool gpu_kring_room(const struct gpu_kring_host *k)
+{
+	return k->open || k->posted - load_acquire(&k->r->tail) < GPU_KRING_SLOTS;
+}
+
+static struct gpu_kpass *open_pass(const struct gpu_kring_host *k)
+{
+	return &k->r->slot[k->posted % GPU_KRING_SLOTS];
+}
+
+bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c)
+{
+	struct gpu_kpass *p = open_pass(k);
+	uint32_t len = (uint32_t)(c->len / GPU_KCOPY_ALIGN);
+
+	if (!k->open) {
+		if (!gpu_kring_room(k))
+			return false;
+		p->n = 0;
+		p->ticket = 0;
+		p->flags = k->order_next ? GPU_KPASS_ORDERED : 0;
+		k->order_next = false;
+		k->open = true;
+	}
+	if (p->n == GPU_KCOPY_MAX)
+		return false;
+	p->d[p->n++] = (struct gpu_kdesc){
+		.off = (uint32_t)(c->off / GPU_KCOPY_ALIGN),
+		.len = c->dir == GPU_D2H ? len | GPU_KDESC_D2H : len,
+	};
+	return true;
+}
+
+/*
+ * The kernel, going idle, stores running = 0, fences and looks at head
+ * once more; the host stores head, fences and looks at running. With both
+ * fences sequentially consistent one of the two sees the other's store, so
+ * a pass is never left in a ring whose kernel has gone.
+ */
+bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket)
+{
+	struct gpu_kpass *p = open_pass(k);
+
+	if (!k->open) {
+		if (!ticket)
+			return false;
+		p->n = 0;
+		p->flags = 0;	/* no copies: nothing to order */
+	}
+	p->ticket = ticket;
+	k->open = false;
+	k->posted++;
+	__atomic_store_n(&k->r->head, k->posted, __ATOMIC_RELEASE);
+	k->dirty = !ticket;
+	if (ticket)
+		k->last_ticket = ticket;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (load_acquire(&k->r->running))
+		return false;
+	/* the start to come: no second one before the kernel has run */
+	__atomic_store_n(&k->r->running, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+void gpu_kring_order(struct gpu_kring_host *k)
+{
+	k->order_next = true;
+}
+
+uint64_t gpu_kring_ticket(const struct gpu_kring_host *k)
+{
+	return load_acquire(&k->r->ticket);
+}
+
+bool gpu_kring_idle(const struct gpu_kring_host *k)
+{
+	return load_acquire(&k->r->tail) == k->posted;
+}
+
+uint64_t gpu_kring_starts(const struct gpu_kring_host *k)
+{
+	return load_acquire(&k->r->starts);
+}
+
+void gpu_kring_stop(struct gpu_kring_host *k)
+{
+	__atomic_store_n(&k->r->stop, 1, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dbr_kring: the resident copy kernel (kring.h says why and how the host
+ * side drives it). This file is the kernel's source; the engine loads the
+ * PTX that gpu/kring-ptx makes of it (gpu/kring_ptx.h, committed, so no
+ * CUDA compiler is needed to build the engine; tests/gpu/kcopy_ptx.sh
+ * checks the two agree where nvcc exists).
+ *
+ * One block per copy stream polls the stream's ring of passes in
+ * page-locked host memory. It takes every pass posted (up to one that must
+ * wait for those before it) as one round, moves every descriptor's bytes,
+ * in 4 KiB chunks dealt round the block's warps, makes them visible to the
+ * whole system, and then says so in host memory: the passes done (tail),
+ * the newest fence ticket done (ticket). It leaves when
+ * the host asks (stop, once every posted pass is done) or after a while
+ * with nothing to do (idle), so that a thread that no longer copies holds
+ * no SM and no context-wide call (cuMemFree waits for running kernels)
+ * waits on a kernel nobody will stop.
+ */
+#include <stdint.h>
+
+#define KRING_SLOTS	8u		/* GPU_KRING_SLOTS */
+#define KDESC_MAX	256u		/* GPU_KCOPY_MAX */
+#define KDESC_D2H	(1u << 31)	/* GPU_KDESC_D2H */
+#define THREADS		512u		/* GPU_KRING_THREADS */
+#define WARPS		(THREADS / 32u)
+#define CHUNK		256u		/* 16-byte units a warp moves a step: 4 KiB */
+#define IDLE_NS		2000000ull	/* GPU_KRING_IDLE_NS */
+#define KPASS_ORDERED	1u		/* GPU_KPASS_ORDERED */
+#define EAGER		32u		/* descriptors per pass read with its header */
+
+struct kdesc {
+	uint32_t off, len;
+};
+
+struct kpass {
+	uint64_t ticket;
+	uint32_t n, flags;	/* KPASS_ORDERED */
+	struct kdesc d[KDESC_MAX];
+};
+
+/* struct gpu_kring in kring.h */
+struct kring {
+	uint64_t head, stop, pad0[14];			/* host writes */
+	uint64_t tail, ticket, running, starts, pad1[12];	/* device writes */
+	struct kpass slot[KRING_SLOTS];
+};
+
+static __device__ __forceinline__ uint64_t ld_acquire(const uint64_t *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
+		     : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ void st_relaxed(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.relaxed.sys.global.u64 [%0], %1;"
+		     :: "l"(p), "l"(v) : "memory");
+}
+
+static __device__ __forceinline__ uint64_t now_ns(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/*
+ * Thread 0: wait for pass seq to be posted (*head: the passes posted then).
+ * 1: stop (asked, or idle too long with nothing posted). Every poll of head is a read across PCIe
+ * (about a microsecond), so nothing else is read on the way: stop and the
+ * clock are looked at every STOP_POLLS polls only. Going idle is said
+ * first and the ring looked at once more after a system-wide fence, as the
+ * host posts, fences and then looks whether a kernel runs: one of the two
+ * sees the other.
+ */
+#define STOP_POLLS	16
+
+static __device__ int wait_posted(struct kring *r, uint64_t seq,
+				   uint64_t *head)
+{
+	uint64_t t0 = now_ns();
+	unsigned int polls = 0;
+
+	for (;;) {
+		*head = ld_acquire(&r->head);
+		if (*head != seq)
+			return 0;
+		if (++polls % STOP_POLLS)
+			continue;
+		if (ld_acquire(&r->stop))
+			return 1;
+		if (now_ns() - t0 > IDLE_NS) {
+			st_relaxed(&r->running, 0);
+			__threadfence_system();
+			*head = ld_acquire(&r->head);
+			if (*head == seq)
+				return 1;
+			st_relaxed(&r->running, 1);
+			return 0;
+		}
+	}
+}
+
+/*
+ * One warp moves one 4 KiB chunk, [u, min(u + CHUNK, end)) in 16-byte
+ * units: eight loads in flight per lane, then eight stores. Host memory is
+ * read around the caches (the CPU or a device wrote it since), device
+ * memory at L2 (where the copy engines and other SMs write it).
+ */
+static __device__ __forceinline__ void copy_chunk(const uint4 *src, uint4 *dst,
+						  uint32_t u, uint32_t end,
+						  bool d2h, uint32_t lane)
+{
+	uint4 v[8];
+	uint32_t k;
+
+#pragma unroll
+	for (k = 0; k < 8; k++) {
+		uint32_t i = u + k * 32 + lane;
+
+		if (i < end)
+			v[k] = d2h ? __ldcg(src + i) : __ldcv(src + i);
+	}
+#pragma unroll
+	for (k = 0; k < 8; k++) {
+		uint32_t i = u + k * 32 + lane;
+
+		if (i < end)
+			dst[i] = v[k];
+	}
+}
+
+/*
+ * A pass's chunks dealt round the warps: warp w takes the round's chunks w,
+ * w + WARPS, ..., counted on from the passes before it in the round (*c:
+ * this warp's next chunk, *base: the chunks before this pass).
+ */
+static __device__ void copy_pass(const struct kdesc *d, uint32_t n,
+				 uint4 *host, uint4 *dev, uint32_t *c,
+				 uint32_t *base)
+{
+	uint32_t lane = threadIdx.x % 32, i;
+
+	for (i = 0; i < n; i++) {
+		bool d2h = d[i].len & KDESC_D2H;
+		uint32_t len = d[i].len & ~KDESC_D2H;
+		uint32_t end = d[i].off + len;
+		uint32_t chunks = (len + CHUNK - 1) / CHUNK;
+
+		for (; *c < *base + chunks; *c += WARPS)
+			copy_chunk(d2h ? dev : host, d2h ? host : dev,
+				   d[i].off + (*c - *base) * CHUNK, end, d2h,
+				   lane);
+		*base += chunks;
+	}
+}
+
+/* The round's passes, as read from their slots. */
+struct round {
+	struct kdesc d[KRING_SLOTS][KDESC_MAX];
+	uint32_t n[KRING_SLOTS], flags[KRING_SLOTS];
+	uint64_t ticket[KRING_SLOTS];
+	uint64_t head;		/* passes posted, as thread 0 saw */
+	uint32_t take;		/* passes this round copies */
+	int stop;
+};
+
+static __device__ __forceinline__ void load_desc(struct round *w,
+						 const struct kpass *p,
+						 uint32_t j, uint32_t i)
+{
+	uint2 v = __ldcv((const uint2 *)&p->d[i]);
+
+	w->d[j][i].off = v.x;
+	w->d[j][i].len = v.y;
+}
+
+/*
+ * Read the posted passes seq..head-1 (at most KRING_SLOTS): every header and
+ * the first EAGER descriptors of each in one trip across PCIe, then the
+ * rest of those that have more. The round takes them all, up to (not
+ * including) the first after seq that is to run after the ones before it.
+ */
+static __device__ void read_round(struct kring *r, struct round *w,
+				  uint64_t seq)
+{
+	uint32_t np = (uint32_t)min(w->head - seq, (uint64_t)KRING_SLOTS);
+	uint32_t t = threadIdx.x, j, i;
+
+	if (t < KRING_SLOTS * EAGER && t / EAGER < np)
+		load_desc(w, &r->slot[(seq + t / EAGER) % KRING_SLOTS], t / EAGER,
+			  t % EAGER);
+	else if (t >= KRING_SLOTS * EAGER && t - KRING_SLOTS * EAGER < np) {
+		const struct kpass *p = &r->slot[(seq + t - KRING_SLOTS * EAGER) % KRING_SLOTS];
+
+		j = t - KRING_SLOTS * EAGER;
+		w->n[j] = min(__ldcv(&p->n), KDESC_MAX);
+		w->flags[j] = __ldcv(&p->flags);
+		w->ticket[j] = __ldcv(&p->ticket);
+	}
+	__syncthreads();
+	if (t == 0) {
+		for (j = 1; j < np && !(w->flags[j] & KPASS_ORDERED); j++)
+			;
+		w->take = j;
+	}
+	__syncthreads();
+	for (j = 0; j < w->take; j++)
+		for (i = EAGER + t; i < w->n[j]; i += THREADS)
+			load_desc(w, &r->slot[(seq + j) % KRING_SLOTS], j, i);
+	__syncthreads();
+}
+
+/*
+ * A round: the passes read_round took, copied as one, then the block meets
+ * and thread 0 alone fences at system scope before it tells the host the
+ * newest ticket and the passes done: fences are cumulative, so the barrier
+ * orders every thread's stores (device memory for gathers, host memory for
+ * scatters) before that fence, and a CPU that reads the ticket with acquire
+ * semantics sees all of them. Passes are taken together because each costs
+ * trips across PCIe (a microsecond or more each, one after the other: see
+ * head, read the slot, read the data, fence) that one pass at a time would
+ * pay for every pass; copies of one pass never overlap, and the host marks
+ * a pass whose copies may overlap an earlier one's (KPASS_ORDERED).
+ */
+extern "C" __global__ void __launch_bounds__(THREADS)
+dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
+{
+	__shared__ struct round w;
+	uint64_t seq = __ldcv(&r->tail), ticket;
+	uint32_t j, c, base;
+
+	if (threadIdx.x == 0) {
+		st_relaxed(&r->starts, __ldcv(&r->starts) + 1);
+		st_relaxed(&r->running, 1);
+	}
+	for (;;) {
+		if (threadIdx.x == 0)
+			w.stop = wait_posted(r, seq, &w.head);
+		__syncthreads();
+		if (w.stop)
+			return;
+		read_round(r, &w, seq);
+		c = threadIdx.x / 32;
+		base = 0;
+		for (j = 0; j < w.take; j++)
+			copy_pass(w.d[j], w.n[j], host, dev, &c, &base);
+		__syncthreads();
+		seq += w.take;
+		if (threadIdx.x == 0) {
+			for (ticket = 0, j = 0; j < w.take; j++)
+				ticket = max(ticket, w.ticket[j]);
+			__threadfence_system();
+			if (ticket)
+				st_relaxed(&r->ticket, ticket);
+			st_relaxed(&r->tail, seq);
+		}
+	}
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The resident copy kernel (gpu_kernel=resident, the default where the copy
+ * kernel is used): one block per copy stream that stays on the GPU and
+ * takes its passes from a ring in page-locked host memory, so that sending
+ * a pass is a few stores to host memory rather than a runtime call.
+ *
+ * Why: every runtime call takes the driver's process-wide lock. Launching
+ * the copy kernel once per pass (kcopy.h) costs one call per pass, and at
+ * 16 fio threads on one H200 those calls were what limited 4 KiB bounce
+ * reads (about 28 us per launch per thread, waiting on the lock). A pass
+ * through the ring costs no call at all: the host writes the pass's
+ * descriptors into a slot, then the ring's head; the kernel, polling head,
+ * moves the bytes, makes them visible to the CPU and writes the pass's
+ * fence ticket and the passes done back into host memory, where the stream
+ * polls them as it polls its host word.
+ *
+ * The kernel leaves when the stream stops, or after GPU_KRING_IDLE_NS with
+ * nothing posted, so that an idle thread holds no SM and never keeps a
+ * context-wide call (cuMemFree waits for every running kernel) waiting on a
+ * kernel only it could stop; posting to a ring whose kernel has left starts
+ * it again (one call). The first start waits for the kernel to say it runs,
+ * and where it does not within GPU_KRING_START_NS (the GPU is full of
+ * other resident work) the stream launches per pass instead.
+ *
+ * This unit is runtime-free: the ring's layout, shared with the kernel
+ * (kring.cu), and the host's side of the protocol. stream.c drives it.
+ */
+#ifndef DBR_GPU_KRING_H
+#define DBR_GPU_KRING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcopy.h"
+
+/* Passes posted and not yet done, at most. */
+#define GPU_KRING_SLOTS		8u
+/* The kernel's block. */
+#define GPU_KRING_THREADS	512u
+/* The kernel leaves after this long with nothing posted. */
+#define GPU_KRING_IDLE_NS	2000000ull
+/* A wait for a pass yields this long before it naps (stream.c). */
+#define GPU_KRING_YIELD_NS	200000ull
+/* How long the first start may take to say it runs. */
+#define GPU_KRING_START_NS	1000000000ull
+
+/*
+ * One pass: its descriptors (kcopy.h) and the fence ticket it ends, or 0.
+ * The kernel takes every pass posted as one round, their copies in any
+ * order, except that a pass marked GPU_KPASS_ORDERED starts only once every
+ * pass before it is done: the host marks the first pass after a submit
+ * (gpu_stream_submit), after which copies of the same bytes may follow.
+ */
+#define GPU_KPASS_ORDERED	1u
+
+struct gpu_kpass {
+	uint64_t ticket;
+	uint32_t n;
+	uint32_t flags;		/* GPU_KPASS_ORDERED */
+	struct gpu_kdesc d[GPU_KCOPY_MAX];
+};
+
+/*
+ * The ring, in page-locked host memory the device maps (struct kring in
+ * kring.cu). The host writes head and stop, the device the words after
+ * them, each side in a cache line of its own.
+ */
+struct gpu_kring {
+	uint64_t head;		/* passes posted */
+	uint64_t stop;		/* 1: leave once every posted pass is done */
+	uint64_t pad0[14];
+	uint64_t tail;		/* passes done */
+	uint64_t ticket;	/* newest ticket done */
+	uint64_t running;	/* 1 from a start until the kernel leaves */
+	uint64_t starts;	/* times the kernel started */
+	uint64_t pad1[12];
+	struct gpu_kpass slot[GPU_KRING_SLOTS];
+};
+
+/* The host's side of one ring. */
+struct gpu_kring_host {
+	struct gpu_kring *r;	/* NULL: no resident kernel */
+	uint64_t r_dev;		/* its device address */
+	uint64_t posted;	/* head as the host last wrote it */
+	uint64_t last_ticket;	/* newest ticket posted */
+	bool open;		/* slot posted % SLOTS is being filled */
+	bool dirty;		/* passes posted since last_ticket */
+	bool order_next;	/* the next pass with copies is ordered */
+};
+
+/* The PTX text of dbr_kring (kring_ptx.h). */
+const char *gpu_kring_ptx(void);
+
+/* Bytes to map for a ring, a whole number of pages. */
+size_t gpu_kring_size(void);
+
+/* A fresh ring in r (zeroed memory of gpu_kring_size bytes). */
+void gpu_kring_init(struct gpu_kring_host *k, struct gpu_kring *r,
+		    uint64_t r_dev);
+
+/* Is there a slot free for the next pass (none open)? */
+bool gpu_kring_room(const struct gpu_kring_host *k);
+
+/*
+ * Add copy c (one gpu_kcopy_takes took) to the open pass, opening one
+ * first; false when the open pass is full or no slot is free (post, wait
+ * for room, add again). The caller checks room before opening.
+ */
+bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c);
+
+/*
+ * Post the open pass (an empty one when none is open and ticket is set),
+ * ending fence 'ticket' (0: none). true when no kernel runs to take it:
+ * the caller starts one.
+ */
+bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket);
+
+/* Copies added from now on run after every pass posted so far. */
+void gpu_kring_order(struct gpu_kring_host *k);
+
+/* The newest ticket done through the ring, as the kernel last said. */
+uint64_t gpu_kring_ticket(const struct gpu_kring_host *k);
+
+/* Every pass posted is done. */
+bool gpu_kring_idle(const struct gpu_kring_host *k);
+
+/* Times the kernel has started. */
+uint64_t gpu_kring_starts(const struct gpu_kring_host *k);
+
+/* Ask the kernel to leave once the passes posted are done. */
+void gpu_kring_stop(struct gpu_kring_host *k);
+
+#endif

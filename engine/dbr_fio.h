@@ -4,8 +4,9 @@
  * the engine's voice on fio's output. fio_engine.c holds the option table,
  * the hooks and the ops table; settle.c settles a thread's settings at init
  * (transfer path, provider and device, gpu_sync, spin time, checks);
- * report.c says what a thread did at its end; placement.c and peers.c plan
- * across the threads of the run. The fio-free units (ring, pipeline, config,
+ * report.c says what a thread did at its end; stall.c arms stall_watchdog
+ * and says a stall; placement.c and peers.c plan across the threads of the
+ * run. The fio-free units (ring, pipeline, config,
  * target, topology, results, gpu/) never include this.
  */
 #ifndef DBR_FIO_H
@@ -137,6 +138,16 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);
  * a thread that never got its state); the run's last thread says the sums.
  */
 void dbr_end_results(struct thread_data *td, struct dbr_data *dd);
+
+/* ------------------------------------------------------------------------ */
+/* stall.c: stall_watchdog's fio side                                       */
+
+/*
+ * stall_watchdog (on by default for p2p only) armed on the session's ring,
+ * so that a stall says one line naming the oldest io_u's file. 0, or 1 for
+ * a bad value (dbr_fail said why).
+ */
+int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd);
 
 /* ------------------------------------------------------------------------ */
 /* settle.c: a thread's settings, at init; each 0 or 1 (dbr_fail said why)  */

@@ -140,6 +140,32 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);
 void dbr_end_results(struct thread_data *td, struct dbr_data *dd);
 
 /* ------------------------------------------------------------------------ */
+/* sess_errors.c: a failed session step (session.h) said; each returns 1     */
+
+/* dbr_sess_open's step failed, asked for c */
+int dbr_open_failed(struct thread_data *td, const struct dbr_sess_cfg *c,
+		    enum dbr_sess_step step, int ret);
+/* dbr_sess_alloc's step failed for fio's total bytes */
+int dbr_alloc_failed(struct thread_data *td, const struct dbr_session *s,
+		     size_t total, enum dbr_sess_step step, int ret);
+/* dbr_sess_start's step failed */
+int dbr_start_failed(struct thread_data *td, const struct gpu_buf *b,
+		     enum dbr_sess_step step, int ret);
+/* dbr_sess_upload failed */
+int dbr_upload_failed(struct thread_data *td, const struct gpu_buf *b,
+		      int ret);
+/* the split dma-buf's sp->nr pieces x maps registrations: over the kernel's
+ * mappings per device */
+int dbr_split_refused(struct thread_data *td, const struct dbr_session *s,
+		      const struct dbr_split *sp, unsigned int maps);
+/* dbr_sess_split_export failed at piece failed */
+int dbr_split_failed(struct thread_data *td, const struct dbr_session *s,
+		     unsigned int failed, int ret);
+/* dbr_sess_attach of file f failed */
+int dbr_attach_failed(struct thread_data *td, const struct dbr_session *s,
+		      const struct fio_file *f, int ret);
+
+/* ------------------------------------------------------------------------ */
 /* stall.c: stall_watchdog's fio side                                       */
 
 /*

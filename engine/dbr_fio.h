@@ -118,6 +118,12 @@ static inline bool dbr_first_thread(struct thread_data *td)
 /* One line of ours, where fio's output format lets it go (report.c). */
 void dbr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* post_init, the first thread of a job: the path, ring and copies it runs */
+void dbr_say_path(struct thread_data *td, struct dbr_data *dd);
+
+/* p2p, the first thread of a job: the dma-buf re-exported as s->split's pieces */
+void dbr_say_split(struct thread_data *td, const struct dbr_session *s);
+
 /* After a reap of n: a burst of failed GPU copies said once, when it starts. */
 void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd, int n);
 

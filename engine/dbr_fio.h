@@ -188,12 +188,10 @@ int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd);
 int dbr_pick_spin(struct thread_data *td, long *spin_ns);
 /* gpu_stats_file, else $DBR_GPU_STATS_FILE, opened into dd->stats_fd */
 int dbr_open_stats(struct thread_data *td, struct dbr_data *dd);
-/* the option checks for transfer path xfer; *maps: p2p registrations on
- * the thread's busiest device */
-int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
-	      unsigned int *maps);
-/* transfer=auto settled, p2p that cannot run refused */
-int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer);
+/* the transfer path into *p2p: option checks, transfer=auto settled, p2p
+ * that cannot run refused; *maps: p2p registrations on the thread's
+ * busiest device */
+int dbr_pick_path(struct thread_data *td, unsigned int *maps, bool *p2p);
 /* transfer=auto settled to p2p: bounce where the GPU cannot export */
 void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
 		     int dev, bool *p2p);
@@ -205,15 +203,14 @@ void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 /* gpu_sync settled for provider prov into *sync */
 int dbr_pick_sync(struct thread_data *td, const struct gpu_provider *prov,
 		  bool *sync);
-/* p2p bs over a target's max_sectors_kb: one line per job and target */
-void dbr_say_splits(struct thread_data *td);
+/* the session the thread's settings ask for: depth I/O slots, p2p or
+ * bounce, gpu_sync */
+void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
+		     bool sync, struct dbr_sess_cfg *c);
 /*
  * fio sizes a thread's files (get_file_size) before it lays out the ones
  * missing: a file it created carries this mark in its engine_data.
  */
 extern const char dbr_created_mark;
-
-/* files the thread may open: a fixed-file slot each, for p2p a buffer slot */
-unsigned int dbr_nr_files(struct thread_data *td);
 
 #endif

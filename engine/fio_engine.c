@@ -296,22 +296,6 @@ static struct fio_option options[] = {
 /* ------------------------------------------------------------------------ */
 /* init: the thread's settings (settle.c), its state and ring               */
 
-/*
- * Pieces the thread's area may register as (dbr_split), before fio asks for
- * it: iodepth x max bs plus fio's alignment padding, as providers round it.
- */
-static unsigned int dbr_pieces_max(struct thread_data *td)
-{
-	size_t area = (size_t)td->o.iodepth * td_max_bs(td) + td->o.mem_align +
-		      2 * (size_t)page_size;
-	struct dbr_split s;
-
-	if (dbr_split_plan(&s, gpu_buf_round(area), td_max_bs(td),
-			   DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN))
-		return 1;
-	return s.nr;
-}
-
 static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 {
 	unsigned int depth = td->o.iodepth;
@@ -340,28 +324,11 @@ static void dbr_free_state(struct dbr_data *dd)
 static int dbr_open_session(struct thread_data *td, struct dbr_data *dd,
 			    bool p2p, bool sync)
 {
-	struct dbr_options *o = td->eo;
-	struct dbr_sess_cfg c = {
-		.ring = {
-			.entries	= td->o.iodepth,
-			.sqpoll		= o->sqpoll,
-			.sqpoll_cpu	= o->sqpoll_cpu_set ?
-					  (int)o->sqpoll_cpu : -1,
-			/* fio submits and reaps from the job's own thread */
-			.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
-			.iopoll		= o->hipri,
-		},
-		.depth		= dd->nr_ios,
-		.nr_files	= dbr_nr_files(td),
-		.register_files	= o->registerfiles,
-		.p2p		= p2p,
-		.sync		= sync,
-		.pieces		= dbr_pieces_max(td),
-		.max_bs		= td_max_bs(td),
-	};
+	struct dbr_sess_cfg c;
 	enum dbr_sess_step step;
 	int ret;
 
+	dbr_sess_cfg_of(td, dd->nr_ios, p2p, sync, &c);
 	ret = dbr_sess_open(&dd->sess, &c, &step);
 	if (ret)
 		return dbr_open_failed(td, &c, step, ret);
@@ -373,7 +340,6 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd);
 static int dbr_init(struct thread_data *td)
 {
 	struct dbr_options *o = td->eo;
-	enum dbr_transfer xfer = o->transfer;
 	const struct gpu_provider *prov;
 	struct dbr_data *dd;
 	long spin_ns;
@@ -398,18 +364,8 @@ static int dbr_init(struct thread_data *td)
 		td_verror(td, EINVAL, "cmdprio");
 		goto err;
 	}
-	/* option mistakes first, then what the machine cannot do */
-	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer, &dd->maps_per_dev))
-		goto err;
-	if (dbr_pick_transfer(td, &xfer))
-		goto err;
-	if (o->transfer == DBR_XFER_AUTO &&
-	    dbr_check(td, xfer, &dd->maps_per_dev))
-		goto err;
-	p2p = xfer == DBR_XFER_P2P;
-	if (p2p)
-		dbr_say_splits(td);
-	if (dbr_pick_provider(td, &prov, &dev))
+	if (dbr_pick_path(td, &dd->maps_per_dev, &p2p) ||
+	    dbr_pick_provider(td, &prov, &dev))
 		goto err;
 	if (o->transfer == DBR_XFER_AUTO && p2p)
 		dbr_auto_export(td, prov, dev, &p2p);

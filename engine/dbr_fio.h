@@ -3,11 +3,12 @@
  * What the fio glue's files share: the option struct, a thread's state, and
  * the engine's voice on fio's output. fio_engine.c holds the option table,
  * the hooks and the ops table; settle.c settles a thread's settings at init
- * (transfer path, provider and device, gpu_sync, spin time, checks);
- * report.c says what a thread did at its end; stall.c arms stall_watchdog
- * and says a stall; placement.c and peers.c plan across the threads of the
- * run. The fio-free units (ring, pipeline, config,
- * target, topology, results, gpu/) never include this.
+ * (transfer path, provider and device, gpu_sync, spin time, checks, the
+ * session they ask for); sess_errors.c says why a session step failed;
+ * stall.c arms stall_watchdog and says a stall; report.c says which path a
+ * thread runs and what it did at its end; placement.c and peers.c plan
+ * across the threads of the run. The fio-free units (ring, pipeline,
+ * session, config, target, topology, results, gpu/) never include this.
  */
 #ifndef DBR_FIO_H
 #define DBR_FIO_H

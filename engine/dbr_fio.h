@@ -3,10 +3,12 @@
  * What the fio glue's files share: the option struct, a thread's state, and
  * the engine's voice on fio's output. fio_engine.c holds the option table,
  * the hooks and the ops table; settle.c settles a thread's settings at init
- * (transfer path, provider and device, gpu_sync, spin time, checks);
- * report.c says what a thread did at its end; placement.c and peers.c plan
- * across the threads of the run. The fio-free units (ring, pipeline, config,
- * target, topology, results, gpu/) never include this.
+ * (transfer path, provider and device, gpu_sync, spin time, checks, the
+ * session they ask for); sess_errors.c says why a session step failed;
+ * stall.c arms stall_watchdog and says a stall; report.c says which path a
+ * thread runs and what it did at its end; placement.c and peers.c plan
+ * across the threads of the run. The fio-free units (ring, pipeline,
+ * session, config, target, topology, results, gpu/) never include this.
  */
 #ifndef DBR_FIO_H
 #define DBR_FIO_H
@@ -118,6 +120,12 @@ static inline bool dbr_first_thread(struct thread_data *td)
 /* One line of ours, where fio's output format lets it go (report.c). */
 void dbr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* post_init, the first thread of a job: the path, ring and copies it runs */
+void dbr_say_path(struct thread_data *td, struct dbr_data *dd);
+
+/* p2p, the first thread of a job: the dma-buf re-exported as s->split's pieces */
+void dbr_say_split(struct thread_data *td, const struct dbr_session *s);
+
 /* After a reap of n: a burst of failed GPU copies said once, when it starts. */
 void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd, int n);
 
@@ -140,18 +148,52 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);
 void dbr_end_results(struct thread_data *td, struct dbr_data *dd);
 
 /* ------------------------------------------------------------------------ */
+/* sess_errors.c: a failed session step (session.h) said; each returns 1     */
+
+/* dbr_sess_open's step failed, asked for c */
+int dbr_open_failed(struct thread_data *td, const struct dbr_sess_cfg *c,
+		    enum dbr_sess_step step, int ret);
+/* dbr_sess_alloc's step failed for fio's total bytes */
+int dbr_alloc_failed(struct thread_data *td, const struct dbr_session *s,
+		     size_t total, enum dbr_sess_step step, int ret);
+/* dbr_sess_start's step failed */
+int dbr_start_failed(struct thread_data *td, const struct gpu_buf *b,
+		     enum dbr_sess_step step, int ret);
+/* dbr_sess_upload failed */
+int dbr_upload_failed(struct thread_data *td, const struct gpu_buf *b,
+		      int ret);
+/* the split dma-buf's sp->nr pieces x maps registrations: over the kernel's
+ * mappings per device */
+int dbr_split_refused(struct thread_data *td, const struct dbr_session *s,
+		      const struct dbr_split *sp, unsigned int maps);
+/* dbr_sess_split_export failed at piece failed */
+int dbr_split_failed(struct thread_data *td, const struct dbr_session *s,
+		     unsigned int failed, int ret);
+/* dbr_sess_attach of file f failed */
+int dbr_attach_failed(struct thread_data *td, const struct dbr_session *s,
+		      const struct fio_file *f, int ret);
+
+/* ------------------------------------------------------------------------ */
+/* stall.c: stall_watchdog's fio side                                       */
+
+/*
+ * stall_watchdog (on by default for p2p only) armed on the session's ring,
+ * so that a stall says one line naming the oldest io_u's file. 0, or 1 for
+ * a bad value (dbr_fail said why).
+ */
+int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd);
+
+/* ------------------------------------------------------------------------ */
 /* settle.c: a thread's settings, at init; each 0 or 1 (dbr_fail said why)  */
 
 /* gpu_spin_us, else $DBR_GPU_SPIN_US or the default */
 int dbr_pick_spin(struct thread_data *td, long *spin_ns);
 /* gpu_stats_file, else $DBR_GPU_STATS_FILE, opened into dd->stats_fd */
 int dbr_open_stats(struct thread_data *td, struct dbr_data *dd);
-/* the option checks for transfer path xfer; *maps: p2p registrations on
- * the thread's busiest device */
-int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
-	      unsigned int *maps);
-/* transfer=auto settled, p2p that cannot run refused */
-int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer);
+/* the transfer path into *p2p: option checks, transfer=auto settled, p2p
+ * that cannot run refused; *maps: p2p registrations on the thread's
+ * busiest device */
+int dbr_pick_path(struct thread_data *td, unsigned int *maps, bool *p2p);
 /* transfer=auto settled to p2p: bounce where the GPU cannot export */
 void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
 		     int dev, bool *p2p);
@@ -163,15 +205,14 @@ void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 /* gpu_sync settled for provider prov into *sync */
 int dbr_pick_sync(struct thread_data *td, const struct gpu_provider *prov,
 		  bool *sync);
-/* p2p bs over a target's max_sectors_kb: one line per job and target */
-void dbr_say_splits(struct thread_data *td);
+/* the session the thread's settings ask for: depth I/O slots, p2p or
+ * bounce, gpu_sync */
+void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
+		     bool sync, struct dbr_sess_cfg *c);
 /*
  * fio sizes a thread's files (get_file_size) before it lays out the ones
  * missing: a file it created carries this mark in its engine_data.
  */
 extern const char dbr_created_mark;
-
-/* files the thread may open: a fixed-file slot each, for p2p a buffer slot */
-unsigned int dbr_nr_files(struct thread_data *td);
 
 #endif

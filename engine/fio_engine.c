@@ -6,26 +6,27 @@
  *   ioengine=external:/path/to/libdmabuf_uring.so
  *
  * This file holds the option table, the hooks and the ops table, and only
- * translates between fio and the fio-free units: ring.c (the io_uring side),
- * pipeline.c (the stages an I/O passes: copies before, the ring, copies
- * after), config.c (checks), target.c (what a file is) and gpu/ (the memory
- * providers). The rest of the fio side sits beside it (dbr_fio.h): settle.c
- * settles a thread's settings at init, placement.c and peers.c plan across
- * the threads of the run, report.c says what a thread did at its end. It
- * reads top to bottom like the engine's life cycle: options, init,
- * iomem_alloc, post_init, open_file, queue, commit, getevents, event,
- * close_file, iomem_free, cleanup.
+ * translates between fio and the fio-free units: session.c (a thread's ring,
+ * buffer, pipeline and slot registrations), pipeline.c (the stages an I/O
+ * passes: copies before, the ring, copies after), ring.c (the io_uring
+ * side), config.c (an io_u's place in the registered pieces) and gpu/ (the
+ * memory providers). The rest of the fio side sits beside it (dbr_fio.h):
+ * settle.c settles a thread's settings at init, placement.c and peers.c
+ * plan across the threads of the run, sess_errors.c says why a session step
+ * failed, stall.c arms stall_watchdog and says a stall, report.c says which
+ * path a thread runs and what it did at its end. It reads top to bottom
+ * like the engine's life cycle: options, init, iomem_alloc, post_init,
+ * open_file, queue, commit, getevents, event, close_file, iomem_free,
+ * cleanup.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/resource.h>
 
 #include "dbr_fio.h"
 #include "dbr_uapi.h"
-#include "kcopy.h"
 #include "optgroup.h"
 #include "peers.h"
 #include "results.h"
@@ -313,22 +314,6 @@ static struct fio_option options[] = {
 /* ------------------------------------------------------------------------ */
 /* init: the thread's settings (settle.c), its state and ring               */
 
-/*
- * Pieces the thread's area may register as (dbr_split), before fio asks for
- * it: iodepth x max bs plus fio's alignment padding, as providers round it.
- */
-static unsigned int dbr_pieces_max(struct thread_data *td)
-{
-	size_t area = (size_t)td->o.iodepth * td_max_bs(td) + td->o.mem_align +
-		      2 * (size_t)page_size;
-	struct dbr_split s;
-
-	if (dbr_split_plan(&s, gpu_buf_round(area), td_max_bs(td),
-			   DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN))
-		return 1;
-	return s.nr;
-}
-
 static int dbr_alloc_state(struct thread_data *td, struct dbr_data *dd)
 {
 	unsigned int depth = td->o.iodepth;
@@ -350,71 +335,6 @@ static void dbr_free_state(struct dbr_data *dd)
 	free(dd);
 }
 
-/* The in-flight io_u issued first, or NULL (fio keeps no times with disable_lat). */
-static struct io_u *dbr_oldest(struct thread_data *td, struct dbr_data *dd)
-{
-	struct io_u *old = NULL, *u;
-	unsigned int i;
-
-	if (td->o.disable_lat)
-		return NULL;
-	for (i = 0; i < dd->nr_ios; i++) {
-		u = dd->ios[i].user;
-		if (u && (u->flags & IO_U_F_FLIGHT) &&
-		    (!old || u->start_time.tv_sec < old->start_time.tv_sec ||
-		     (u->start_time.tv_sec == old->start_time.tv_sec &&
-		      u->start_time.tv_nsec < old->start_time.tv_nsec)))
-			old = u;
-	}
-	return old;
-}
-
-/*
- * stall_watchdog: nothing completed for stall_watchdog seconds with I/O in
- * flight. One line: the target, the oldest request's age, what in the
- * kernel usually causes it, where to look; the job keeps waiting.
- */
-static void dbr_on_stall(void *arg, uint64_t quiet_ns, unsigned int inflight)
-{
-	struct dbr_data *dd = arg;
-	struct thread_data *td = dd->td;
-	struct io_u *old = dbr_oldest(td, dd);
-	char age[64] = "";
-
-	if (old)
-		snprintf(age, sizeof(age), ", the oldest issued %.1f s ago",
-			 utime_since_now(&old->start_time) / 1e6);
-	log_err("%s: %s: %s I/O stalled: nothing completed for %.1f s with %u request%s in flight on %s%s. %s; see dmesg, and the stacks of tasks in D state (echo w > /proc/sysrq-trigger; cat /proc/%d/task/*/stack)\n",
-		DBR_NAME, td->o.name, dd->sess.p2p ? "p2p" : "bounce",
-		quiet_ns / 1e9, inflight, inflight == 1 ? "" : "s",
-		old ? old->file->file_name : td->files_index ? td->files[0]->file_name : "?",
-		age, dd->sess.p2p ?
-		"Likely: v3 of the io_uring dma-buf series hangs on I/O the block layer splits (bs over the queue's max_sectors_kb; fixed in v4: io_uring workers wait in io_dmabuf_create_map / dma_resv_wait_timeout), an IOMMU fault that dropped the controller's DMA (DMAR / AMD-Vi lines), or an NVMe timeout and controller reset" :
-		"Likely: an NVMe timeout and controller reset, or a device that stopped answering",
-		(int)getpid());
-}
-
-/* stall_watchdog seconds, armed on the ring's blocking waits */
-static int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
-{
-	struct dbr_options *o = td->eo;
-	unsigned int secs;
-	char msg[128];
-	int ret;
-
-	ret = dbr_parse_watchdog(o->watchdog, dd->sess.p2p, &secs, msg,
-				 sizeof(msg));
-	if (ret)
-		return dbr_fail(td, -ret, "stall_watchdog", msg);
-	if (!secs)
-		return 0;
-	dd->td = td;
-	dbr_watch_init(&dd->watch, (uint64_t)secs * 1000000000ULL,
-		       dbr_on_stall, dd);
-	dd->sess.ring.watch = &dd->watch;
-	return 0;
-}
-
 /*
  * The session's ring: dma-buf slots per file for p2p, host slots else; the
  * stall watchdog on its waits.
@@ -422,59 +342,15 @@ static int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
 static int dbr_open_session(struct thread_data *td, struct dbr_data *dd,
 			    bool p2p, bool sync)
 {
-	struct dbr_options *o = td->eo;
-	struct dbr_sess_cfg c = {
-		.ring = {
-			.entries	= td->o.iodepth,
-			.sqpoll		= o->sqpoll,
-			.sqpoll_cpu	= o->sqpoll_cpu_set ?
-					  (int)o->sqpoll_cpu : -1,
-			/* fio submits and reaps from the job's own thread */
-			.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
-			.iopoll		= o->hipri,
-		},
-		.depth		= dd->nr_ios,
-		.nr_files	= dbr_nr_files(td),
-		.register_files	= o->registerfiles,
-		.p2p		= p2p,
-		.sync		= sync,
-		.pieces		= dbr_pieces_max(td),
-		.max_bs		= td_max_bs(td),
-	};
+	struct dbr_sess_cfg c;
 	enum dbr_sess_step step;
-	char msg[384];
 	int ret;
 
+	dbr_sess_cfg_of(td, dd->nr_ios, p2p, sync, &c);
 	ret = dbr_sess_open(&dd->sess, &c, &step);
-	if (!ret)
-		return dbr_arm_watchdog(td, dd);
-	switch (step) {
-	case DBR_STEP_RING:
-		snprintf(msg, sizeof(msg), "io_uring_setup: %s%s", strerror(-ret),
-			 ret == -EPERM ? " (io_uring is disabled: check sysctl kernel.io_uring_disabled)" :
-			 ret == -ENOMEM ? " (raise ulimit -l)" :
-			 ret == -EINVAL && c.ring.sqpoll_cpu >= 0 ? " (the SQ thread may only run on a CPU of fio's cpuset: check sqthread_poll_cpu)" : "");
-		return dbr_fail(td, -ret, "io_uring_setup", msg);
-	case DBR_STEP_BUF_TABLE:
-		snprintf(msg, sizeof(msg), "registering a sparse buffer table: %s (io_uring needs Linux >= 5.19)",
-			 strerror(-ret));
-		return dbr_fail(td, -ret, "register buffers", msg);
-	case DBR_STEP_FILE_TABLE:
-		if (ret == -EMFILE) {
-			struct rlimit rl = { 0 };
-
-			getrlimit(RLIMIT_NOFILE, &rl);
-			snprintf(msg, sizeof(msg), "registerfiles: a fixed-file table of %u slots (one per file, nrfiles=%u) is over the open-file limit (ulimit -n: %llu); raise ulimit -n, lower nrfiles, or drop registerfiles",
-				 c.nr_files, td->o.nr_files,
-				 (unsigned long long)rl.rlim_cur);
-			return dbr_fail(td, EMFILE, "register files", msg);
-		}
-		snprintf(msg, sizeof(msg), "registerfiles: %s; drop registerfiles",
-			 strerror(-ret));
-		return dbr_fail(td, -ret, "register files", msg);
-	default:
-		return dbr_fail(td, ENOMEM, "init", "out of memory");
-	}
+	if (ret)
+		return dbr_open_failed(td, &c, step, ret);
+	return dbr_arm_watchdog(td, dd);
 }
 
 static void dbr_end(struct thread_data *td, struct dbr_data *dd);
@@ -482,7 +358,6 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd);
 static int dbr_init(struct thread_data *td)
 {
 	struct dbr_options *o = td->eo;
-	enum dbr_transfer xfer = o->transfer;
 	const struct gpu_provider *prov;
 	struct dbr_data *dd;
 	long spin_ns;
@@ -507,18 +382,8 @@ static int dbr_init(struct thread_data *td)
 		td_verror(td, EINVAL, "cmdprio");
 		goto err;
 	}
-	/* option mistakes first, then what the machine cannot do */
-	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer, &dd->maps_per_dev))
-		goto err;
-	if (dbr_pick_transfer(td, &xfer))
-		goto err;
-	if (o->transfer == DBR_XFER_AUTO &&
-	    dbr_check(td, xfer, &dd->maps_per_dev))
-		goto err;
-	p2p = xfer == DBR_XFER_P2P;
-	if (p2p)
-		dbr_say_splits(td);
-	if (dbr_pick_provider(td, &prov, &dev))
+	if (dbr_pick_path(td, &dd->maps_per_dev, &p2p) ||
+	    dbr_pick_provider(td, &prov, &dev))
 		goto err;
 	if (o->transfer == DBR_XFER_AUTO && p2p)
 		dbr_auto_export(td, prov, dev, &p2p);
@@ -537,49 +402,6 @@ err:
 
 /* ------------------------------------------------------------------------ */
 /* memory: host shadow + device allocation, registered once per thread      */
-
-/*
- * Why the buffer area does not fit the buffer table, and the fix: most
- * often fio's mem_align padding, which is then what to lower.
- */
-static void dbr_area_msg(struct thread_data *td, size_t total, unsigned int nr,
-			 unsigned int room, char *msg, size_t len)
-{
-	size_t area = (size_t)td->o.iodepth * td_max_bs(td);
-	size_t align = td->o.mem_align;
-
-	if (align && total - area >= align)
-		snprintf(msg, len, "mem_align=%zu (%zu MiB): fio pads the thread's buffer area (iodepth x max bs = %zu KiB) by the alignment, to %zu MiB, which needs %u registered pieces where the table has room for %u; lower mem_align (the buffer is page aligned without it)",
-			 align, align >> 20, area >> 10,
-			 gpu_buf_round(total) >> 20, nr, room);
-	else
-		snprintf(msg, len, "the %zu MiB buffer area (iodepth x max bs = %zu MiB) needs %u registered pieces, the table has room for %u; lower iodepth or bs, or split the work over numjobs",
-			 gpu_buf_round(total) >> 20, area >> 20, nr, room);
-}
-
-static int dbr_alloc_failed(struct thread_data *td, struct dbr_session *s,
-			    size_t total, enum dbr_sess_step step, int ret)
-{
-	const struct gpu_buf *b = &s->buf;
-	const char *name = b->prov->name;
-	const char *why = b->why[0] ? b->why : strerror(-ret);
-	char msg[640];
-
-	switch (step) {
-	case DBR_STEP_SPLIT:
-		dbr_area_msg(td, total, s->split.nr, s->pieces, msg,
-			     sizeof(msg));
-		return dbr_fail(td, E2BIG, "iomem_alloc", msg);
-	case DBR_STEP_EXPORT:
-		snprintf(msg, sizeof(msg), "gpu=%s: exporting %zu MiB as a dma-buf failed: %s; use transfer=bounce, or run 'dmabuf-doctor --gpu %s' on the target for the full check",
-			 name, b->size >> 20, why, name);
-		return dbr_fail(td, -ret, "dma-buf export", msg);
-	default:
-		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
-			 name, b->size >> 20, b->dev_id, why);
-		return dbr_fail(td, -ret, "gpu alloc", msg);
-	}
-}
 
 static int dbr_iomem_alloc(struct thread_data *td, size_t total_mem)
 {
@@ -615,66 +437,13 @@ static int dbr_io_u_init(struct thread_data *td, struct io_u *io_u)
 	return 0;
 }
 
-static int dbr_start_failed(struct thread_data *td, struct gpu_buf *b,
-			    enum dbr_sess_step step, int ret)
-{
-	char msg[384];
-
-	if (step == DBR_STEP_HOST_SLOT) {
-		snprintf(msg, sizeof(msg), "registering the %zu MiB host buffer with io_uring failed: %s%s",
-			 b->size >> 20, strerror(-ret),
-			 ret == -ENOMEM ? " (locked-memory limit: raise ulimit -l or run as root)" : "");
-		return dbr_fail(td, -ret, "register buffer", msg);
-	}
-	if (ret == -ENOMEM || !b->why[0])
-		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
-	snprintf(msg, sizeof(msg), "gpu=%s: a copy stream on device %d: %s",
-		 b->prov->name, b->dev_id, b->why);
-	return dbr_fail(td, EIO, "gpu stream", msg);
-}
-
 /* Device memory starts as a copy of fio's buffers, so un-synced writes carry
  * fio's data, not whatever the allocator left there. */
 static int dbr_seed_device(struct thread_data *td, struct dbr_data *dd)
 {
-	struct gpu_buf *b = &dd->sess.buf;
-	char msg[256];
 	int ret = dbr_sess_upload(&dd->sess);
 
-	if (!ret)
-		return 0;
-	snprintf(msg, sizeof(msg), "gpu=%s: initial copy into device memory failed: %s",
-		 b->prov->name, b->why[0] ? b->why : strerror(-ret));
-	return dbr_fail(td, -ret, "gpu copy", msg);
-}
-
-static void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
-{
-	struct dbr_session *s = &dd->sess;
-	char flags[96], copies[320];
-
-	if (!dbr_first_thread(td))
-		return;
-	if (!s->p2p && s->split.nr > 1)
-		dbr_info("%s: the %zu MiB host buffer is registered as %u fixed buffers of at most %llu MiB (io_uring's limit per buffer), each holding whole io_u buffers",
-			 td->o.name, s->buf.size >> 20, s->split.nr,
-			 DBR_REGBUF_MAX_BYTES >> 20);
-	dbr_ring_describe(&s->ring, flags, sizeof(flags));
-	gpu_kcopy_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
-			   sizeof(copies));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s%s%s",
-		 td->o.name, s->buf.prov->name, s->buf.dev_id,
-		 s->p2p ? "p2p" : "bounce",
-		 s->sync && !s->buf.host_is_device ? " gpu_sync=1" : "",
-		 s->p2p ? "NVMe DMA into the dma-buf" :
-		 s->buf.host_is_device ? "host fixed buffer, no copies" :
-		 "host fixed buffer + async GPU copies",
-		 s->p2p ? (s->buf.export_kind[0] ? ": " : "") :
-		 s->buf.host_is_device ? "" : ": ",
-		 s->p2p ? s->buf.export_kind :
-		 s->buf.host_is_device ? "" : copies,
-		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
-		 dd->cpus_said);
+	return ret ? dbr_upload_failed(td, &dd->sess.buf, ret) : 0;
 }
 
 static int dbr_post_init(struct thread_data *td)
@@ -707,41 +476,18 @@ static int dbr_post_init(struct thread_data *td)
 static int dbr_split_dmabuf(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_session *s = &dd->sess;
-	const struct gpu_provider *prov = s->buf.prov;
 	struct dbr_split sp;
 	unsigned int failed = 0;
-	char msg[512];
 	int ret;
 
 	if (dbr_sess_split_plan(s, &sp))
 		return -EINVAL;
-	if (dd->maps_per_dev * sp.nr > DBR_MAX_MAPS_PER_DEV) {
-		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB, so each %zu MiB registration is %u pieces: %u registrations on one device x %u = %u mappings, over the kernel's %d per device; lower iodepth x bs to 1 GiB a thread, or numjobs/nrfiles",
-			 DBR_REGBUF_MAX_BYTES >> 20, s->buf.size >> 20, sp.nr,
-			 dd->maps_per_dev, sp.nr, dd->maps_per_dev * sp.nr,
-			 DBR_MAX_MAPS_PER_DEV);
-		return dbr_fail(td, E2BIG, "register dma-buf", msg);
-	}
+	if (dd->maps_per_dev * sp.nr > DBR_MAX_MAPS_PER_DEV)
+		return dbr_split_refused(td, s, &sp, dd->maps_per_dev);
 	ret = dbr_sess_split_export(s, &sp, &failed);
-	if (ret == -EOPNOTSUPP && !prov->export_range) {
-		snprintf(msg, sizeof(msg), "the kernel takes dma-bufs of at most %llu MiB and gpu=%s cannot export a %zu MiB area in pieces; lower iodepth x bs to 1 GiB a thread",
-			 DBR_REGBUF_MAX_BYTES >> 20, prov->name,
-			 s->buf.size >> 20);
-		return dbr_fail(td, E2BIG, "register dma-buf", msg);
-	}
-	if (ret == -ENOMEM && !s->piece_fd)
-		return dbr_fail(td, ENOMEM, "register dma-buf", "out of memory");
-	if (ret < 0) {
-		snprintf(msg, sizeof(msg), "gpu=%s: exporting piece %u of the %zu MiB area as a dma-buf failed: %s; lower iodepth x bs to 1 GiB a thread",
-			 prov->name, failed, s->buf.size >> 20,
-			 s->buf.why[0] ? s->buf.why : strerror(-ret));
-		return dbr_fail(td, -ret, "dma-buf export", msg);
-	}
-	if (dbr_first_thread(td))
-		dbr_info("%s: the kernel refused one %zu MiB dma-buf (Invalid argument: v3 to v5 of the series take at most %llu MiB): registered as %u dma-bufs of at most %llu MiB per file, each holding whole io_u buffers",
-			 td->o.name, s->buf.size >> 20,
-			 DBR_REGBUF_MAX_BYTES >> 20, sp.nr,
-			 DBR_REGBUF_MAX_BYTES >> 20);
+	if (ret < 0)
+		return dbr_split_failed(td, s, failed, ret);
+	dbr_say_split(td, s);
 	return 0;
 }
 
@@ -749,7 +495,6 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 			   struct fio_file *f)
 {
 	struct dbr_session *s = &dd->sess;
-	char msg[512];
 	int ret;
 
 	if (f->fileno >= (int)s->nr_slots)
@@ -761,22 +506,7 @@ static int dbr_attach_file(struct thread_data *td, struct dbr_data *dd,
 			return 1;
 		ret = dbr_sess_attach(s, f->fileno, f->fd);
 	}
-	if (!ret)
-		return 0;
-	if (!s->p2p) {
-		snprintf(msg, sizeof(msg), "registerfiles: registering %s as a fixed file failed: %s; drop registerfiles",
-			 f->file_name, strerror(-ret));
-		return dbr_fail(td, -ret, "register file", msg);
-	}
-	snprintf(msg, sizeof(msg), "registering the %zu MiB %s dma-buf for %s%s failed: %s%s",
-		 s->buf.size >> 20, s->buf.prov->name, f->file_name,
-		 s->ring.nr_files ? " (and the file, registerfiles)" : "",
-		 strerror(-ret),
-		 ret == -EOPNOTSUPP ? " (the target's driver cannot map dma-bufs: only nvme-pci namespaces can; use transfer=bounce)" :
-		 ret == -EINVAL ? " (the kernel refused the descriptor: the target must be opened O_DIRECT and the dma-buf within the kernel's size limit)" :
-		 ret == -ENODEV ? " (the kernel found no IOMMU group for the target's controller: see p2p_iommu)" :
-		 ret == -ENOMEM ? " (raise ulimit -l)" : "");
-	return dbr_fail(td, -ret, "register dma-buf", msg);
+	return ret ? dbr_attach_failed(td, s, f, ret) : 0;
 }
 
 static int dbr_open_file(struct thread_data *td, struct fio_file *f)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * What the engine says: its lines on fio's output (dbr_info), and at a
+ * What the engine says: its lines on fio's output (dbr_info), at a
+ * thread's start the path it takes (and how its buffer registers), and at a
  * thread's end what its copies and ring did, its results record
  * (gpu_stats_file) and, from the run's last thread, the per-GPU sums
  * (results.h keeps the table).
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include "dbr_fio.h"
+#include "dbr_uapi.h"
+#include "kcopy.h"
 #include "peers.h"
 #include "results.h"
 
@@ -65,6 +68,44 @@ void dbr_info(const char *fmt, ...)
 		return;
 	}
 	log_info("%s", line);
+}
+
+void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
+{
+	struct dbr_session *s = &dd->sess;
+	char flags[96], copies[320];
+
+	if (!dbr_first_thread(td))
+		return;
+	if (!s->p2p && s->split.nr > 1)
+		dbr_info("%s: the %zu MiB host buffer is registered as %u fixed buffers of at most %llu MiB (io_uring's limit per buffer), each holding whole io_u buffers",
+			 td->o.name, s->buf.size >> 20, s->split.nr,
+			 DBR_REGBUF_MAX_BYTES >> 20);
+	dbr_ring_describe(&s->ring, flags, sizeof(flags));
+	gpu_kcopy_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
+			   sizeof(copies));
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s%s%s",
+		 td->o.name, s->buf.prov->name, s->buf.dev_id,
+		 s->p2p ? "p2p" : "bounce",
+		 s->sync && !s->buf.host_is_device ? " gpu_sync=1" : "",
+		 s->p2p ? "NVMe DMA into the dma-buf" :
+		 s->buf.host_is_device ? "host fixed buffer, no copies" :
+		 "host fixed buffer + async GPU copies",
+		 s->p2p ? (s->buf.export_kind[0] ? ": " : "") :
+		 s->buf.host_is_device ? "" : ": ",
+		 s->p2p ? s->buf.export_kind :
+		 s->buf.host_is_device ? "" : copies,
+		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
+		 dd->cpus_said);
+}
+
+void dbr_say_split(struct thread_data *td, const struct dbr_session *s)
+{
+	if (!dbr_first_thread(td))
+		return;
+	dbr_info("%s: the kernel refused one %zu MiB dma-buf (Invalid argument: v3 to v5 of the series take at most %llu MiB): registered as %u dma-bufs of at most %llu MiB per file, each holding whole io_u buffers",
+		 td->o.name, s->buf.size >> 20, DBR_REGBUF_MAX_BYTES >> 20,
+		 s->split.nr, DBR_REGBUF_MAX_BYTES >> 20);
 }
 
 /*

@@ -3,7 +3,8 @@
  * A thread's settings, settled at init from its options, its files, the
  * kernel and the GPU runtime: transfer path, provider and device (with
  * placement.c for gpu_dev_ids=auto and gpu_cpus=auto), gpu_sync, the spin
- * time, the results file, and the option checks (config.c). Each says its
+ * time, the results file, the option checks (config.c), and the session
+ * (session.h) those settings ask for. Each says its
  * refusal in one line (dbr_fail) and what auto chose once per job.
  */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <strings.h>
 
 #include "dbr_fio.h"
+#include "dbr_uapi.h"
 #include "iommu.h"
 #include "peers.h"
 #include "placement.h"
@@ -200,7 +202,7 @@ static void dbr_p2p_facts(struct thread_data *td, struct dbr_p2p_facts *pf,
 
 /* Settle transfer=auto (and say which, once per job); refuse p2p that
  * cannot run. */
-int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
+static int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
 {
 	enum dbr_transfer want = *xfer;
 	struct dbr_p2p_facts pf;
@@ -230,7 +232,7 @@ int dbr_pick_transfer(struct thread_data *td, enum dbr_transfer *xfer)
  * p2p I/O larger than a target's max_sectors_kb: one line per job and
  * target (a translating IOMMU lowers the limit to 128 KiB, for one).
  */
-void dbr_say_splits(struct thread_data *td)
+static void dbr_say_splits(struct thread_data *td)
 {
 	char msg[512];
 	struct fio_file *f;
@@ -272,7 +274,7 @@ void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
 }
 
 /* Files the thread may open: a fixed-file slot each, and for p2p a buffer slot */
-unsigned int dbr_nr_files(struct thread_data *td)
+static unsigned int dbr_nr_files(struct thread_data *td)
 {
 	unsigned int n = td->files_index > td->o.nr_files ? td->files_index :
 			 td->o.nr_files;
@@ -280,8 +282,10 @@ unsigned int dbr_nr_files(struct thread_data *td)
 	return n ? n : 1;
 }
 
-int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
-	      unsigned int *maps)
+/* The option checks for transfer path xfer (config.c); *maps: p2p
+ * registrations on the thread's busiest device. */
+static int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
+		     unsigned int *maps)
 {
 	struct dbr_options *o = td->eo;
 	char msg[384], cpus[128];
@@ -307,6 +311,70 @@ int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
 	ret = dbr_check_job(&j, msg, sizeof(msg));
 	*maps = j.maps_per_dev;
 	return ret ? dbr_fail(td, -ret, "option check", msg) : 0;
+}
+
+/*
+ * The transfer path: option mistakes first (the checks for the path the
+ * option names), then what the machine cannot do (transfer=auto settled,
+ * p2p that cannot run refused), then the checks for the path auto chose;
+ * p2p's I/O that the block layer will split said once.
+ */
+int dbr_pick_path(struct thread_data *td, unsigned int *maps, bool *p2p)
+{
+	struct dbr_options *o = td->eo;
+	enum dbr_transfer xfer = o->transfer;
+
+	if (xfer != DBR_XFER_AUTO && dbr_check(td, xfer, maps))
+		return 1;
+	if (dbr_pick_transfer(td, &xfer))
+		return 1;
+	if (o->transfer == DBR_XFER_AUTO && dbr_check(td, xfer, maps))
+		return 1;
+	*p2p = xfer == DBR_XFER_P2P;
+	if (*p2p)
+		dbr_say_splits(td);
+	return 0;
+}
+
+/*
+ * Pieces the thread's area may register as (dbr_split), before fio asks for
+ * it: iodepth x max bs plus fio's alignment padding, as providers round it.
+ */
+static unsigned int dbr_pieces_max(struct thread_data *td)
+{
+	size_t area = (size_t)td->o.iodepth * td_max_bs(td) + td->o.mem_align +
+		      2 * (size_t)page_size;
+	struct dbr_split s;
+
+	if (dbr_split_plan(&s, gpu_buf_round(area), td_max_bs(td),
+			   DBR_REGBUF_MAX_BYTES, DBR_SPLIT_GRAN))
+		return 1;
+	return s.nr;
+}
+
+void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
+		     bool sync, struct dbr_sess_cfg *c)
+{
+	struct dbr_options *o = td->eo;
+
+	*c = (struct dbr_sess_cfg){
+		.ring = {
+			.entries	= td->o.iodepth,
+			.sqpoll		= o->sqpoll,
+			.sqpoll_cpu	= o->sqpoll_cpu_set ?
+					  (int)o->sqpoll_cpu : -1,
+			/* fio submits and reaps from the job's own thread */
+			.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
+			.iopoll		= o->hipri,
+		},
+		.depth		= depth,
+		.nr_files	= dbr_nr_files(td),
+		.register_files	= o->registerfiles,
+		.p2p		= p2p,
+		.sync		= sync,
+		.pieces		= dbr_pieces_max(td),
+		.max_bs		= td_max_bs(td),
+	};
 }
 
 /* Settle gpu_sync for the provider picked: refuse verify without it, and

@@ -53,8 +53,8 @@ run_ok randwrite-gpu-copy-kernel --name=w "${common[@]}" --rw=randwrite --bs=4k 
 	--iodepth=16 --thread --gpu_copy=kernel --size=4m
 out=$TMPD/randwrite-gpu-copy-kernel.out
 [ "$(grep -c 'gpu_copy=kernel: gpu=hip has no copy kernel yet' "$out")" -eq 1 ] &&
-	grep -q ') and 0 kernel launches' "$out" &&
-	pass "gpu_copy=kernel on HIP: DMA, said once, 0 kernel launches" ||
+	grep -q '), 0 kernel launches and 0 passes to the resident kernel' "$out" &&
+	pass "gpu_copy=kernel on HIP: DMA, said once, 0 kernel launches, 0 passes" ||
 	fail "gpu_copy=kernel on HIP: $(grep '^dmabuf_uring' "$out")"
 no_leaks randwrite-gpu-copy-kernel
 if dbr_fio --name=bad "${common[@]}" --rw=read --gpu_copy=bogus >"$TMPD/bogus.out" 2>&1; then

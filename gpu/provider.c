@@ -165,6 +165,18 @@ uint64_t gpu_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+bool gpu_past_deadline(const struct gpu_buf *b)
+{
+	return b->deadline_ns && gpu_now_ns() >= b->deadline_ns;
+}
+
+void gpu_nap(long ns)
+{
+	struct timespec ts = { .tv_nsec = ns };
+
+	nanosleep(&ts, NULL);
+}
+
 /* Has a wait that started spinning at t0 spun for spin ns (< 0: never)? */
 bool gpu_spin_over(uint64_t t0, long spin)
 {

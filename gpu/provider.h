@@ -169,6 +169,10 @@ void gpu_shadow_unmap(struct gpu_buf *b);
 long gpu_spin_ns(void);
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t gpu_now_ns(void);
+/* Has b's deadline passed (the job is stopping and its copies are late)? */
+bool gpu_past_deadline(const struct gpu_buf *b);
+/* Sleep ns nanoseconds (under a second). */
+void gpu_nap(long ns);
 /* Has a wait that started spinning at t0 (gpu_now_ns) spun spin ns? */
 bool gpu_spin_over(uint64_t t0, long spin);
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 #include <sys/mman.h>
 
 #include "kcopy.h"
+#include "resident.h"
 #include "stream.h"
 
 /*
@@ -51,94 +51,6 @@ static void flag_unmap(struct gpu_stream *s)
 	s->flag_dev = 0;
 }
 
-/* What kring_setup got, released in reverse order (r_dev: ring mapped). */
-static void kring_free(struct gpu_stream *s, void *r, uint64_t r_dev)
-{
-	if (s->kstream)
-		s->rt->stream_destroy(s->kstream);
-	if (s->rmod)
-		s->rt->kernel_unload(s->rmod);
-	if (r_dev)
-		s->rt->unmap_host(r);
-	if (r)
-		munmap(r, gpu_kring_size());
-	s->kstream = NULL;
-	s->rmod = NULL;
-	s->kr.r = NULL;
-}
-
-/* Start the resident kernel (again); the first start must say it runs. */
-static int kring_start(struct gpu_buf *b, struct gpu_stream *s)
-{
-	uint64_t t0, before = gpu_kring_starts(&s->kr);
-	int ret;
-
-	ret = s->rt->enter(b);
-	if (!ret)
-		ret = s->rt->kernel_start(b, s->kstream, s->rmod, s->kr.r_dev,
-					  s->host_dev, s->dev_base);
-	if (ret < 0)
-		return ret;
-	if (s->st.starts++)
-		return 0;
-	for (t0 = gpu_now_ns(); gpu_kring_starts(&s->kr) == before;)
-		if (gpu_now_ns() - t0 > GPU_KRING_START_NS)
-			return -ETIMEDOUT;
-	return 0;
-}
-
-/*
- * The resident kernel, where gpu_kernel=resident (the default), the runtime
- * can start one and the stream has its host word; started once here, so
- * that a kernel that cannot get onto the GPU is found now, not with copies
- * posted (it leaves again when idle). Else passes are launched and s->rwhy
- * says why.
- */
-static void kring_setup(struct gpu_buf *b, struct gpu_stream *s)
-{
-	size_t len = gpu_kring_size();
-	uint64_t r_dev = 0;
-	void *r;
-	int ret;
-
-	if (b->kernel_mode != GPU_KERNEL_RESIDENT || !s->rt->kernel_start ||
-	    !s->flag)
-		return;
-	r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
-	if (r == MAP_FAILED) {
-		snprintf(s->rwhy, sizeof(s->rwhy), "ring: %s", strerror(errno));
-		return;
-	}
-	ret = s->rt->map_host(b, r, len, &r_dev);
-	if (!ret)
-		ret = s->rt->kernel_load(b, gpu_kring_ptx(), "dbr_kring", &s->rmod);
-	if (!ret)
-		ret = s->rt->stream_create(b, &s->kstream);
-	if (ret < 0)
-		s->kstream = NULL;
-	gpu_kring_init(&s->kr, r, r_dev);
-	/* the copy calls' fences are stream writes: they must work */
-	if (!ret)
-		ret = s->rt->write_value(b, s->stream, s->flag_dev, 0);
-	if (!ret)
-		ret = kring_start(b, s);
-	if (!ret)
-		return;
-	snprintf(s->rwhy, sizeof(s->rwhy), "%s",
-		 ret == -ETIMEDOUT ? "did not start within 1 s (the GPU is full of other work)" :
-		 b->why[0] ? b->why : strerror(-ret));
-	b->why[0] = '\0';	/* not an error: launches do the job */
-	if (ret == -ETIMEDOUT) {
-		/* it may start later: it finds stop set and leaves; keep its ring */
-		gpu_kring_stop(&s->kr);
-		s->kr.r = NULL;
-		s->kstream = NULL;
-		return;
-	}
-	kring_free(s, r, r_dev);
-}
-
 /*
  * The copy kernel, where b->copy_mode asks for it and the runtime can load
  * it; else every copy goes through the runtime's copy calls and s->kwhy
@@ -172,15 +84,14 @@ static void kcopy_setup(struct gpu_buf *b, struct gpu_stream *s)
 		return;
 	}
 	s->mode = b->copy_mode;
-	kring_setup(b, s);
+	gpu_resident_setup(b, s);
 }
 
 static void stream_free(struct gpu_stream *s)
 {
 	unsigned int i;
 
-	if (s->kr.r)
-		kring_free(s, s->kr.r, s->kr.r_dev);
+	gpu_resident_free(s);
 	if (s->kmod)
 		s->rt->kernel_unload(s->kmod);
 	free(s->kl);
@@ -242,25 +153,6 @@ err:
 	return ret;
 }
 
-/* Has b's deadline passed (the job is stopping and its copies are late)? */
-static bool past_deadline(const struct gpu_buf *b)
-{
-	return b->deadline_ns && gpu_now_ns() >= b->deadline_ns;
-}
-
-static void nap(long ns)
-{
-	struct timespec ts = { .tv_nsec = ns };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Every pass posted to the resident kernel, fenced or not, is done. */
-static bool ring_idle(const struct gpu_stream *s)
-{
-	return !s->kr.r || gpu_kring_idle(&s->kr);
-}
-
 /*
  * With a deadline: poll until every fenced copy is done (a pass is always
  * fenced), or give up at the deadline with -ETIMEDOUT, copies still running.
@@ -270,26 +162,14 @@ static int drain_by_deadline(struct gpu_buf *b, struct gpu_stream *s)
 	int ret;
 
 	s->nr_queued = 0;
-	while ((ret = gpu_stream_poll(s, s->issued)) == 0 || !ring_idle(s)) {
+	while ((ret = gpu_stream_poll(s, s->issued)) == 0 || !gpu_resident_idle(s)) {
 		if (ret < 0)
 			return ret;
-		if (past_deadline(b))
+		if (gpu_past_deadline(b))
 			return -ETIMEDOUT;
-		nap(50000);
+		gpu_nap(50000);
 	}
 	return ret < 0 ? ret : 0;
-}
-
-/*
- * The resident kernel leaves once the passes posted are done; its stream
- * then ends.
- */
-static void kring_leave(struct gpu_buf *b, struct gpu_stream *s)
-{
-	if (!s->kr.r)
-		return;
-	gpu_kring_stop(&s->kr);
-	s->rt->stream_sync(b, s->kstream);
 }
 
 /*
@@ -319,7 +199,7 @@ void gpu_stream_exit(struct gpu_buf *b, struct gpu_stream *s)
 	b->abandoned = false;
 	if (s->stream)
 		s->rt->stream_sync(b, s->stream);
-	kring_leave(b, s);
+	gpu_resident_leave(b, s);
 	stream_free(s);
 }
 
@@ -462,50 +342,6 @@ static int launch_packed(struct gpu_buf *b, struct gpu_stream *s)
 	return ret;
 }
 
-/* Post the open pass to the resident kernel, starting it where it left. */
-static int kring_send(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
-{
-	s->st.passes++;
-	if (gpu_kring_post(&s->kr, ticket))
-		return kring_start(b, s);
-	return 0;
-}
-
-/* All GPU_KRING_SLOTS passes are in flight: wait for the oldest. */
-static int kring_wait_room(struct gpu_buf *b, struct gpu_stream *s)
-{
-	while (!gpu_kring_room(&s->kr)) {
-		if (past_deadline(b))
-			return -ETIMEDOUT;
-		nap(5000);
-	}
-	return 0;
-}
-
-/*
- * The kernel's copies q[0, n) into passes of the ring, the last ending
- * fence 'ticket' where there is one (*signalled): the copy calls fence
- * their own engine (gpu_stream_fence).
- */
-static int post_resident(struct gpu_buf *b, struct gpu_stream *s,
-			 const struct gpu_copy *q, unsigned int n,
-			 uint64_t ticket, bool *signalled)
-{
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < n && !ret; i++) {
-		while (!ret && !gpu_kring_add(&s->kr, &q[i]))
-			ret = s->kr.open ? kring_send(b, s, 0) :
-					   kring_wait_room(b, s);
-	}
-	if (!ret && s->kr.open) {
-		ret = kring_send(b, s, ticket);
-		*signalled = !ret && ticket;
-	}
-	return ret;
-}
-
 /*
  * The kernel's copies q[0, n) as launches of up to GPU_KCOPY_MAX; given a
  * ticket (every queued copy is the kernel's) and the stream's host word,
@@ -568,7 +404,7 @@ static int submit_kernel(struct gpu_buf *b, struct gpu_stream *s,
 	}
 	n = coalesce_run(s, q, nk);
 	if (s->kr.r)
-		ret = post_resident(b, s, q, n, ticket, signalled);
+		ret = gpu_resident_post(b, s, q, n, ticket, signalled);
 	else
 		ret = launch_passes(b, s, q, n,
 				    nk == s->nr_queued ? ticket : 0, signalled);
@@ -665,31 +501,6 @@ static int fence_event(struct gpu_buf *b, struct gpu_stream *s, uint64_t t)
 }
 
 /*
- * A fence over two engines: the copy calls' stream writes ticket t where
- * calls were sent since its last fence, and the ring carries t where it
- * was posted to since its last one (gpu_stream_poll reads both).
- */
-static int fence_resident(struct gpu_buf *b, struct gpu_stream *s, uint64_t t,
-			  bool signalled)
-{
-	int ret = 0;
-
-	if (s->d_dirty) {
-		ret = s->rt->write_value(b, s->stream, s->flag_dev, t);
-		if (ret < 0)
-			return ret;
-		s->d_last = t;
-		s->d_dirty = false;
-	}
-	if (!signalled && s->kr.dirty) {
-		ret = kring_send(b, s, t);
-		signalled = !ret;
-	}
-	s->st.kernel_fences += signalled;
-	return ret;
-}
-
-/*
  * A fence on the one stream: the last launch wrote the ticket
  * (signalled), or a stream write does, or (no host word) an event.
  */
@@ -718,7 +529,7 @@ int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket)
 	if (ret < 0)
 		return ret;
 	t0 = gpu_now_ns();
-	ret = s->kr.r ? fence_resident(b, s, t, signalled) :
+	ret = s->kr.r ? gpu_resident_fence(b, s, t, signalled) :
 			fence_stream(b, s, t, signalled);
 	s->st.call_ns += gpu_now_ns() - t0;
 	if (ret < 0)
@@ -736,28 +547,6 @@ static void fence_done(struct gpu_stream *s, uint64_t ticket)
 		s->done = ticket;
 }
 
-/*
- * An engine that said it is done with the newest ticket it was given is
- * done with every ticket so far; else with the ticket it said.
- */
-static uint64_t done_through(const struct gpu_stream *s, uint64_t seen,
-			     uint64_t last)
-{
-	return seen >= last ? s->issued : seen;
-}
-
-/* Both engines' words: the copy calls' host word and the ring's. */
-static int poll_resident(struct gpu_stream *s, uint64_t ticket)
-{
-	uint64_t d = done_through(s, __atomic_load_n(s->flag, __ATOMIC_ACQUIRE),
-				  s->d_last);
-	uint64_t k = done_through(s, gpu_kring_ticket(&s->kr),
-				  s->kr.last_ticket);
-
-	fence_done(s, d < k ? d : k);
-	return s->done >= ticket;
-}
-
 int gpu_stream_poll(struct gpu_stream *s, uint64_t ticket)
 {
 	struct gpu_buf *b = s->buf;
@@ -767,8 +556,10 @@ int gpu_stream_poll(struct gpu_stream *s, uint64_t ticket)
 		return 1;
 	if (ticket > s->issued)
 		return -EINVAL;
-	if (s->kr.r)
-		return poll_resident(s, ticket);
+	if (s->kr.r) {
+		fence_done(s, gpu_resident_done(s));
+		return s->done >= ticket;
+	}
 	if (s->flag) {
 		uint64_t seen = __atomic_load_n(s->flag, __ATOMIC_ACQUIRE);
 
@@ -804,17 +595,6 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 }
 
 /*
- * A wait on the resident kernel that spun goes on yielding this long before
- * it naps: a pass takes microseconds, a nap at least the timer's slack
- * (50 us), and no runtime call can sleep until a ring moves. None where
- * gpu_spin_us=0 asks to sleep at once.
- */
-static uint64_t kring_yield_ns(const struct gpu_stream *s)
-{
-	return s->kr.r && s->buf->spin_ns ? GPU_KRING_YIELD_NS : 0;
-}
-
-/*
  * With b->stop, or for the resident kernel (no runtime call waits for a
  * ring): poll instead of sleeping in the runtime (which no stop can wake),
  * in 20 us naps for the first millisecond, then, for a copy that slow, in
@@ -824,7 +604,7 @@ static uint64_t kring_yield_ns(const struct gpu_stream *s)
 static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 {
 	struct gpu_buf *b = s->buf;
-	uint64_t t0 = gpu_now_ns(), yield = kring_yield_ns(s);
+	uint64_t t0 = gpu_now_ns(), yield = gpu_resident_yield_ns(s);
 	int ret;
 
 	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
@@ -833,14 +613,14 @@ static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 			continue;
 		}
 		if (gpu_now_ns() - t0 < yield + 1000000) {
-			nap(20000);
+			gpu_nap(20000);
 			continue;
 		}
 		if (!b->deadline_ns && b->stop && b->stop(b->stop_arg))
 			b->deadline_ns = gpu_now_ns() + b->stop_bound_ns;
-		if (past_deadline(b))
+		if (gpu_past_deadline(b))
 			return -ETIMEDOUT;
-		nap(200000);
+		gpu_nap(200000);
 	}
 	return ret < 0 ? ret : 0;
 }
@@ -855,9 +635,9 @@ int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket)
 	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
 		/* stopping: never sleep past the deadline in the runtime */
 		if (b->deadline_ns) {
-			if (past_deadline(b))
+			if (gpu_past_deadline(b))
 				return -ETIMEDOUT;
-			nap(50000);
+			gpu_nap(50000);
 			continue;
 		}
 		if (gpu_spin_over(t0, b->spin_ns))
@@ -877,8 +657,8 @@ int gpu_stream_drain(struct gpu_stream *s)
 	s->nr_queued = 0;
 	if (!ret)
 		ret = s->rt->stream_sync(b, s->stream);
-	while (!ret && !ring_idle(s))
-		nap(20000);
+	while (!ret && !gpu_resident_idle(s))
+		gpu_nap(20000);
 	if (!ret)
 		fence_done(s, s->issued);
 	return ret;

@@ -88,10 +88,20 @@ int dbr_split_plan(struct dbr_split *s, size_t size, size_t max_bs,
 		   size_t cap, size_t gran)
 {
 	memset(s, 0, sizeof(*s));
-	if (!size || !gran || cap < gran || max_bs > cap - gran)
+	if (!size || !gran)
 		return -E2BIG;
 	s->size = size;
 	s->cap = cap;
+	/* one piece holds every I/O: no overlap to leave */
+	if (size <= cap) {
+		s->span = cap;
+		s->nr = 1;
+		return 0;
+	}
+	if (cap < gran || max_bs > cap - gran) {
+		memset(s, 0, sizeof(*s));
+		return -E2BIG;
+	}
 	/* whatever starts before the next piece ends inside this one */
 	s->span = (cap - max_bs) / gran * gran;
 	s->nr = 1;

@@ -155,6 +155,17 @@ static void test_split(void)
 	CHECK(dbr_split_plan(&sp, 3 * gib, 8 * mib, 3 * gib, DBR_SPLIT_GRAN) == 0 &&
 	      sp.nr == 1 && dbr_split_piece(&sp, 3 * gib - 8 * mib) == 0,
 	      "cap = size: one piece of 3 GiB");
+	/* p2p's one dma-buf of a small area: no room for the 2 MiB granule
+	 * between the I/O and the piece's end is needed when nothing splits */
+	CHECK(dbr_split_plan(&sp, 2 * mib, 4096, 2 * mib, DBR_SPLIT_GRAN) == 0 &&
+	      sp.nr == 1 && dbr_split_len(&sp, 0) == 2 * mib &&
+	      dbr_split_piece(&sp, 2 * mib - 4096) == 0,
+	      "cap = size = 2 MiB, 4 KiB I/Os (iodepth=1 bs=4k): one piece (%u)", sp.nr);
+	CHECK(dbr_split_plan(&sp, 4 * mib, 2 * mib, 4 * mib, DBR_SPLIT_GRAN) == 0 &&
+	      sp.nr == 1 && split_holds(&sp, 2 * mib, 4096),
+	      "cap = size = 4 MiB, 2 MiB I/Os: one piece that holds them all (%u)", sp.nr);
+	CHECK(dbr_split_plan(&sp, gib, gib - 4096, gib, DBR_SPLIT_GRAN) == 0 &&
+	      sp.nr == 1, "an I/O of nearly 1 GiB in a 1 GiB area: one piece (%u)", sp.nr);
 }
 
 static void test_split_warning(void)

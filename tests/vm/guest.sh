@@ -114,6 +114,39 @@ if want auto; then
 fi
 
 # ---- p2p: dma-bufs registered for the NVMe device ----------------------------------
+# A buffer area over 1 GiB (bs <= max_sectors_kb, so no I/O is split): v3 to v5
+# of the series refuse one dma-buf that large (EINVAL), and the engine
+# registers it in pieces of at most 1 GiB. It needs udmabuf.size_limit_mb over
+# the area (the rig's DBR_VM_UDMABUF_MB) and the memory for it (DBR_VM_MEM=4G).
+p2p_over_1g() {
+	local max_kb limit_mb avail_mb bs_kb depth area_mb out=$TMPD/p2p-over-1g.out
+	max_kb=$(cat /sys/block/nvme0n1/queue/max_sectors_kb)
+	bs_kb=$((max_kb < 4096 ? max_kb : 4096))
+	depth=$((1040 * 1024 / bs_kb))
+	area_mb=$((depth * bs_kb / 1024))
+	limit_mb=$(cat /sys/module/udmabuf/parameters/size_limit_mb 2>/dev/null || echo 0)
+	avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+	if [ "$limit_mb" -le "$area_mb" ]; then
+		skip_case "p2p-over-1g: udmabuf.size_limit_mb=$limit_mb is under the ${area_mb} MiB area (the rig's DBR_VM_UDMABUF_MB)"
+		return
+	elif [ "$avail_mb" -lt $((area_mb + 768)) ]; then
+		skip_case "p2p-over-1g: ${avail_mb} MiB available, the ${area_mb} MiB area needs $((area_mb + 768)) (DBR_VM_MEM=4G)"
+		return
+	fi
+	if ! dbr_fio --name=p11 --filename=$NS1 --transfer=p2p --rw=randwrite --bs=${bs_kb}k \
+		--iodepth=$depth --verify=crc32c "${common[@]}" --size=64M >"$out" 2>&1 ||
+	   grep -q "err= *[1-9]" "$out"; then
+		fail "p2p-over-1g: a ${area_mb} MiB area (bs=${bs_kb}k iodepth=$depth) does not run and verify"
+		show_failure "$out"
+	elif grep -Eq "^dmabuf_uring: p11: the kernel refused one [0-9]+ MiB dma-buf .*registered as [0-9]+ dma-bufs of at most 1024 MiB" "$out"; then
+		pass "p2p-over-1g: $(grep -Eo 'refused one [0-9]+ MiB dma-buf|registered as [0-9]+ dma-bufs' "$out" | paste -sd' ' -), bs=${bs_kb}k iodepth=$depth, verifies"
+	elif ! grep -q "refused one" "$out"; then
+		pass "p2p-over-1g: this kernel takes the ${area_mb} MiB dma-buf whole (no split), bs=${bs_kb}k iodepth=$depth, verifies"
+	else
+		fail "p2p-over-1g: a ${area_mb} MiB area (bs=${bs_kb}k iodepth=$depth): want the split line and a verified run"
+		show_failure "$out"
+	fi
+}
 if want p2p && [ $mode = stock ]; then
 	run_refused p2p-refused-stock-kernel \
 		'transfer=p2p cannot run: this kernel lacks the io_uring dma-buf series .*transfer=bounce' \
@@ -149,6 +182,7 @@ elif want p2p; then
 		"${common[@]}" --size=8M
 	run_ok p2p-read-4k-qd32-noverify --name=p10 --filename=$NS1 --transfer=p2p \
 		--rw=randread --bs=4k --iodepth=32 "${common[@]}"
+	p2p_over_1g
 fi
 
 # ---- bad inputs that need a real NVMe device -----------------------------------------

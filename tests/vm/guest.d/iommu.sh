@@ -99,7 +99,7 @@ run_ok hip-bounce-verify --name=gb "${common[@]}" --gpu=hip --transfer=bounce \
 if [ "$mode" = p2p ]; then
 	max_kb=$(cat /sys/block/nvme0n1/queue/max_sectors_kb)
 	bs=$((max_kb < 128 ? max_kb : 128))k
-	run_ok host-p2p-verify-translated --name=hp "${common[@]}" --gpu=host --transfer=p2p \
+	run_ok host-p2p-verify-$type-bs$bs --name=hp "${common[@]}" --gpu=host --transfer=p2p \
 		--rw=randwrite --bs=$bs --iodepth=8 --verify=crc32c
 	if [ "$max_kb" -lt 256 ]; then
 		# v3 may hang on the split I/O: bounded, and the watchdog speaks

@@ -8,6 +8,7 @@
 
 #include "dbr_config.h"
 #include "dbr_uapi.h"
+#include "provider.h"
 
 const char *dbr_transfer_name(enum dbr_transfer t)
 {
@@ -298,6 +299,18 @@ int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
 }
 
 /* Thread i of a job (its numjobs clone index) uses entry i mod n. */
+unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
+			     unsigned int gpu_procs, const char **why)
+{
+	*why = NULL;
+	if (opt != DBR_GPU_KERNEL_AUTO)
+		return opt;
+	if (!as_process || gpu_procs <= 1)
+		return GPU_KERNEL_RESIDENT;
+	*why = "gpu_kernel=auto: jobs run as processes, and a GPU time-slices between processes' kernels; thread=1 (or gpu_kernel=resident under MPS) keeps it resident";
+	return GPU_KERNEL_LAUNCH;
+}
+
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)
 {
 	return ids[thread_idx % (unsigned int)n];

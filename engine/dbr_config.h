@@ -100,6 +100,21 @@ bool dbr_cpu_listed(const char *list, int cpu);
 unsigned int dbr_busiest_dev(const dev_t *mine, unsigned int nr_mine,
 			     const dev_t *all, unsigned int nr_all);
 int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
+/* gpu_kernel=auto: the option value beside gpu_kernel_mode's two */
+#define DBR_GPU_KERNEL_AUTO	2u
+
+/*
+ * gpu_kernel settled (opt: GPU_KERNEL_RESIDENT, GPU_KERNEL_LAUNCH or
+ * DBR_GPU_KERNEL_AUTO). auto is resident unless the thread is a job process
+ * and gpu_procs (job processes of this engine that may run at once, itself
+ * included) is over one: without MPS a GPU runs one process's kernels at a
+ * time and time-slices between processes, so kernels that stay resident
+ * would each get the GPU for a slice of milliseconds in turn. *why: the
+ * reason for the line, where auto chose to launch.
+ */
+unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
+			     unsigned int gpu_procs, const char **why);
+
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);
 int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,

@@ -200,6 +200,8 @@ void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
 /* the provider gpu= names and the thread's device on it */
 int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev);
+/* gpu_kernel settled into b->kernel_mode (and b->kernel_why) */
+void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b);
 /* gpu_cpus=auto applied (never fails: dd->cpus_said says what it did) */
 void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 /* gpu_sync settled for provider prov into *sync */

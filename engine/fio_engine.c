@@ -269,8 +269,10 @@ static struct fio_option options[] = {
 		.type	= FIO_OPT_STR,
 		.off1	= offsetof(struct dbr_options, gpu_kernel),
 		.help	= "How the copy kernel (gpu_copy=auto|kernel) takes its copies",
-		.def	= "resident",
+		.def	= "auto",
 		.posval = {
+			  { .ival = "auto", .oval = DBR_GPU_KERNEL_AUTO,
+			    .help = "resident, except where jobs run as processes beside one another (the GPU time-slices between processes): launch" },
 			  { .ival = "resident", .oval = GPU_KERNEL_RESIDENT,
 			    .help = "One block per thread stays on the GPU and polls a ring in host memory: no runtime call per pass" },
 			  { .ival = "launch", .oval = GPU_KERNEL_LAUNCH,
@@ -389,7 +391,7 @@ static int dbr_init(struct thread_data *td)
 		dbr_auto_export(td, prov, dev, &p2p);
 	gpu_buf_init(&dd->sess.buf, prov, dev, spin_ns);
 	dd->sess.buf.copy_mode = o->gpu_copy;
-	dd->sess.buf.kernel_mode = o->gpu_kernel;
+	dbr_pick_kernel(td, &dd->sess.buf);
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, prov, &sync) ||
 	    dbr_open_session(td, dd, p2p, sync))

@@ -460,3 +460,23 @@ int dbr_pick_spin(struct thread_data *td, long *spin_ns)
 	ret = dbr_parse_spin_us(name, val, spin_ns, msg, sizeof(msg));
 	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
 }
+
+/*
+ * gpu_kernel settled (dbr_kernel_mode): job processes of this engine that
+ * may run beside td (its run window, itself included) share the GPU by
+ * time slices.
+ */
+void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b)
+{
+	struct dbr_options *o = td->eo;
+	unsigned int first, last, i, procs = 0;
+
+	dbr_run_window(td, &first, &last);
+	for (i = first; i <= last && i < thread_number; i++) {
+		struct thread_data *t = tnumber_to_td(i);
+
+		procs += !t->o.use_thread && dbr_same_engine(t, td);
+	}
+	b->kernel_mode = dbr_kernel_mode(o->gpu_kernel, !td->o.use_thread,
+					 procs, &b->kernel_why);
+}

@@ -81,6 +81,10 @@ static const char *kernel_how(const struct gpu_stream *s,
 		return "";
 	if (s->kr.r)
 		return " (resident)";
+	if (b->kernel_mode == GPU_KERNEL_LAUNCH && b->kernel_why) {
+		snprintf(buf, len, " (a launch per pass; %s)", b->kernel_why);
+		return buf;
+	}
 	if (b->kernel_mode == GPU_KERNEL_LAUNCH || !s->rt->kernel_start)
 		return " (a launch per pass)";
 	snprintf(buf, len, " (a launch per pass; resident kernel: %s)",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The resident copy kernel (gpu_kernel=resident, the default where the copy
- * kernel is used): one block per copy stream that stays on the GPU and
+ * The resident copy kernel (gpu_kernel=resident, and auto for job threads,
+ * where the copy kernel is used): one block per copy stream that stays on the GPU and
  * takes its passes from a ring in page-locked host memory, so that sending
  * a pass is a few stores to host memory rather than a runtime call.
  *

@@ -72,6 +72,8 @@ struct gpu_buf {
 					 * the buffer copies; set before one
 					 * is made (stream.h) */
 	enum gpu_kernel_mode kernel_mode;	/* gpu_kernel: likewise */
+	const char *kernel_why;	/* why a launch per pass, where the engine
+				 * chose it (NULL: asked for, or resident) */
 	uint64_t dev_addr;	/* device address of the allocation (device
 				 * providers; what a copy stream copies to) */
 	uint64_t deadline_ns;	/* gpu_now_ns() after which waits for copies

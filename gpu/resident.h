@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The resident copy kernel as an engine of the copy stream (stream.c). Where
- * gpu_kernel=resident (the default), the runtime can start the kernel
+ * gpu_kernel=resident (or auto for job threads), the runtime can start the kernel
  * (struct gpu_runtime's kernel_start) and the stream has its host word, the
  * copies the kernel takes go to it through its ring (kring.h) and the rest
  * to the runtime's copy calls on the stream. Each engine runs in order and

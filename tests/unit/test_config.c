@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "dbr_config.h"
+#include "provider.h"
 #include "dbr_uapi.h"
 
 static struct dbr_job good_job(void)
@@ -402,6 +403,23 @@ static void test_spin_us(void)
 	      "gpu_spin_us=2000000 (2 s) refused");
 }
 
+/* gpu_kernel: asked for is kept; auto launches only beside other job processes */
+static void test_kernel_mode(void)
+{
+	const char *why = "x";
+
+	CHECK(dbr_kernel_mode(GPU_KERNEL_RESIDENT, true, 4, &why) == GPU_KERNEL_RESIDENT &&
+	      !why && dbr_kernel_mode(GPU_KERNEL_LAUNCH, false, 1, &why) == GPU_KERNEL_LAUNCH &&
+	      !why, "gpu_kernel=resident and launch are kept, with no reason to give");
+	CHECK(dbr_kernel_mode(DBR_GPU_KERNEL_AUTO, false, 16, &why) == GPU_KERNEL_RESIDENT &&
+	      !why, "auto, job threads (one process): resident");
+	CHECK(dbr_kernel_mode(DBR_GPU_KERNEL_AUTO, true, 1, &why) == GPU_KERNEL_RESIDENT &&
+	      !why, "auto, one job process alone: resident");
+	CHECK(dbr_kernel_mode(DBR_GPU_KERNEL_AUTO, true, 2, &why) == GPU_KERNEL_LAUNCH &&
+	      why && strstr(why, "time-slices") && strstr(why, "thread=1"),
+	      "auto, two job processes: a launch per pass, and why: %s", why ? why : "(none)");
+}
+
 int main(void)
 {
 	test_check_job();
@@ -415,5 +433,6 @@ int main(void)
 	test_addr_map();
 	test_gpu_sync();
 	test_spin_us();
+	test_kernel_mode();
 	return check_done("test_config");
 }

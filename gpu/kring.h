@@ -111,9 +111,9 @@ bool gpu_kring_room(const struct gpu_kring_host *k);
 bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c);
 
 /*
- * Post the open pass (an empty one when none is open and ticket is set),
- * ending fence 'ticket' (0: none). true when no kernel runs to take it:
- * the caller starts one.
+ * Post the open pass (an empty one when none is open and ticket is set: the
+ * caller checks room first, as before opening one), ending fence 'ticket'
+ * (0: none). true when no kernel runs to take it: the caller starts one.
  */
 bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket);
 

@@ -169,7 +169,10 @@ int gpu_resident_fence(struct gpu_buf *b, struct gpu_stream *s, uint64_t t,
 		s->d_dirty = false;
 	}
 	if (!signalled && s->kr.dirty) {
-		ret = resident_send(b, s, t);
+		/* an empty pass takes a slot like any other */
+		ret = resident_wait_room(b, s);
+		if (!ret)
+			ret = resident_send(b, s, t);
 		signalled = !ret;
 	}
 	s->st.kernel_fences += signalled;

@@ -986,6 +986,21 @@ static void test_resident_full(void)
 	CHECK(same(&b, 0, (3 * GPU_KRING_SLOTS + 1) * BLK) &&
 	      !memcmp(b.host, was, BLK),
 	      "in, then out, in the order sent: the block came back as it went");
+	/*
+	 * a full ring of unfenced passes, then a fence with nothing queued:
+	 * its empty pass waits for a slot too, overwriting none in flight
+	 */
+	fr.delay_us = 20000;
+	for (i = 0; i < GPU_KRING_SLOTS; i++) {
+		gpu_stream_copy(&s, GPU_H2D, (40 + i) * BLK, BLK);
+		gpu_stream_submit(&s);
+	}
+	ret = gpu_stream_fence(&s, &t);
+	if (!ret)
+		ret = gpu_stream_wait(&s, t);
+	CHECK(ret == 0 && same(&b, 40 * BLK, GPU_KRING_SLOTS * BLK) && !fr.bad,
+	      "a fence on a full ring of unfenced passes: every one of them copied (%d)",
+	      ret);
 	close_stream(&b, &s);
 }
 

@@ -42,7 +42,8 @@ static int resident_start(struct gpu_buf *b, struct gpu_stream *s)
 					  s->host_dev, s->dev_base);
 	if (ret < 0)
 		return ret;
-	if (s->st.starts++)
+	s->st.starts++;
+	if (before)	/* it has run before: no need to watch it start */
 		return 0;
 	for (t0 = gpu_now_ns(); gpu_kring_starts(&s->kr) == before;)
 		if (gpu_now_ns() - t0 > GPU_KRING_START_NS)

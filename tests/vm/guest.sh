@@ -114,23 +114,18 @@ if want auto; then
 fi
 
 # ---- p2p: dma-bufs registered for the NVMe device ----------------------------------
-# A buffer area over 1 GiB (bs <= max_sectors_kb, so no I/O is split): v3 to v5
-# of the series refuse one dma-buf that large (EINVAL), and the engine
-# registers it in pieces of at most 1 GiB. It needs udmabuf.size_limit_mb over
-# the area (the rig's DBR_VM_UDMABUF_MB) and the memory for it (DBR_VM_MEM=4G).
+# A buffer area over 1 GiB, registered in pieces of at most 1 GiB where the
+# kernel refuses it whole (tests/vm/over-1g.sh).
+# shellcheck source=over-1g.sh
+. "$SRCDIR/tests/vm/over-1g.sh"
 p2p_over_1g() {
-	local max_kb limit_mb avail_mb bs_kb depth area_mb out=$TMPD/p2p-over-1g.out
-	max_kb=$(cat /sys/block/nvme0n1/queue/max_sectors_kb)
-	bs_kb=$((max_kb < 4096 ? max_kb : 4096))
-	depth=$((1040 * 1024 / bs_kb))
-	area_mb=$((depth * bs_kb / 1024))
-	limit_mb=$(cat /sys/module/udmabuf/parameters/size_limit_mb 2>/dev/null || echo 0)
-	avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+	local limit_mb avail_mb need_mb bs_kb depth area_mb out=$TMPD/p2p-over-1g.out
+	over_1g_plan 1
 	if [ "$limit_mb" -le "$area_mb" ]; then
 		skip_case "p2p-over-1g: udmabuf.size_limit_mb=$limit_mb is under the ${area_mb} MiB area (the rig's DBR_VM_UDMABUF_MB)"
 		return
-	elif [ "$avail_mb" -lt $((area_mb + 768)) ]; then
-		skip_case "p2p-over-1g: ${avail_mb} MiB available, the ${area_mb} MiB area needs $((area_mb + 768)) (DBR_VM_MEM=4G)"
+	elif [ "$avail_mb" -lt "$need_mb" ]; then
+		skip_case "p2p-over-1g: ${avail_mb} MiB available, the ${area_mb} MiB area needs $need_mb (DBR_VM_MEM=4G)"
 		return
 	fi
 	if ! dbr_fio --name=p11 --filename=$NS1 --transfer=p2p --rw=randwrite --bs=${bs_kb}k \

@@ -50,17 +50,14 @@ if [ "$mode" = p2p ]; then
 		fail "p2p with gpu=hip: path line missing"
 	run_ok hip-p2p-read-nosync --name=hp "${common[@]}" --transfer=p2p --gpu_sync=0 \
 		--rw=randread --bs=64k --iodepth=8
-	# an area over 1 GiB (bs <= max_sectors_kb): v3 to v5 refuse one dma-buf
-	# that large and the double exports the pieces (hipMemGetHandleForAddressRange
-	# on sub-ranges); "GPU" memory and the host shadow both need the memory
-	max_kb=$(cat /sys/block/nvme0n1/queue/max_sectors_kb)
-	bs_kb=$((max_kb < 4096 ? max_kb : 4096))
-	depth=$((1040 * 1024 / bs_kb))
-	area_mb=$((depth * bs_kb / 1024))
-	limit_mb=$(cat /sys/module/udmabuf/parameters/size_limit_mb 2>/dev/null || echo 0)
-	avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
-	if [ "$limit_mb" -le "$area_mb" ] || [ "$avail_mb" -lt $((2 * area_mb + 768)) ]; then
-		log "hip-p2p-over-1g not run: udmabuf.size_limit_mb=$limit_mb, $avail_mb MiB available; a ${area_mb} MiB area needs the limit over it and $((2 * area_mb + 768)) MiB (the rig's DBR_VM_MEM=4G)"
+	# an area over 1 GiB (tests/vm/over-1g.sh): the double exports the pieces
+	# (hipMemGetHandleForAddressRange on sub-ranges); "GPU" memory and the
+	# host shadow both need the memory
+	# shellcheck source=../over-1g.sh
+	. "$SRCDIR/tests/vm/over-1g.sh"
+	over_1g_plan 2
+	if [ "$limit_mb" -le "$area_mb" ] || [ "$avail_mb" -lt "$need_mb" ]; then
+		log "hip-p2p-over-1g not run: udmabuf.size_limit_mb=$limit_mb, $avail_mb MiB available; a ${area_mb} MiB area needs the limit over it and $need_mb MiB (the rig's DBR_VM_MEM=4G)"
 	else
 		run_ok hip-p2p-over-1g --name=hg "${common[@]}" --transfer=p2p --rw=randwrite \
 			--bs=${bs_kb}k --iodepth=$depth --verify=crc32c --verify_fatal=1 --size=64M

@@ -71,8 +71,9 @@ const char *gpu_copy_mode_name(enum gpu_copy_mode mode)
 }
 
 /*
- * " (resident)", or why not where gpu_kernel=resident was asked for and
- * the stream launches per pass; "" before a stream is made.
+ * " (resident)", or " (a launch per pass...)" with the reason where one is
+ * known: the engine chose it (b->kernel_why) or the resident kernel could
+ * not be had (s->rwhy); "" before a stream is made.
  */
 static const char *kernel_how(const struct gpu_stream *s,
 			      const struct gpu_buf *b, char *buf, size_t len)

@@ -27,7 +27,8 @@ def reps_by_impl(records):
             continue
         threads = r.get("gpu_threads") or []
         copies = sum(t.get("copies", 0) for t in threads)
-        # a copy kernel launch sends copies as a runtime copy call does
+        # a copy kernel launch, or a pass to the resident kernel, sends
+        # copies as a runtime copy call does
         calls = sum(t.get("copy_calls", 0) + t.get("copy_launches", 0) +
                     t.get("copy_passes", 0)
                     for t in threads)

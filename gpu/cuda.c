@@ -18,8 +18,8 @@
  * (stream.c): one non-blocking stream, blocking-sync events (a wait spins
  * briefly, then sleeps), cuMemcpyBatchAsync where the driver has it
  * (CUDA 12.8+), found at run time, and the copy kernel (kcopy.h), JIT
- * compiled from PTX by the driver into a module per buffer, which reaches
- * the shadow through its device mapping.
+ * compiled from PTX by the driver into one module per device for the
+ * process, which reaches the shadow through its device mapping.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -629,11 +629,26 @@ static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuStreamWriteValue64");
 }
 
-/* A copy kernel (kcopy.h, kring.h): one module per stream, in its context. */
+/*
+ * A copy kernel (kcopy.h, kring.h): one module per device and kernel for the
+ * whole process, shared by every stream on that device and unloaded when the
+ * last lets go. cuModuleLoadData and cuModuleUnload wait for every kernel
+ * running in the context (scripts/gpu-proof.d/ctx_block.c, on the H200): a
+ * job thread loading its own module while another thread's resident kernel
+ * ran waited for that thread's whole run, so the job's threads ran one after
+ * another, each for its full runtime, and fio added up their rates.
+ */
 struct cu_kcopy {
 	CUmodule mod;
 	CUfunction fn;		/* dbr_kcopy or dbr_kring */
+	int dev;		/* the device's ordinal */
+	const char *ptx;	/* the PTX text it came from (static) */
+	unsigned int users;
+	struct cu_kcopy *next;
 };
+
+static pthread_mutex_t kmods_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cu_kcopy *kmods;
 
 static int rt_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev_addr)
 {
@@ -646,9 +661,19 @@ static int rt_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev_addr)
 	return 0;
 }
 
+static struct cu_kcopy *kmod_find(int dev, const char *ptx)
+{
+	struct cu_kcopy *k;
+
+	for (k = kmods; k; k = k->next)
+		if (k->dev == dev && k->ptx == ptx)
+			return k;
+	return NULL;
+}
+
 /* The driver compiles the PTX for this GPU; its first complaint goes in why. */
-static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
-			  const char *entry, void **mod)
+static int kmod_load(struct gpu_buf *b, const char *ptx, const char *entry,
+		     struct cu_kcopy **out)
 {
 	char log[96] = "";
 	CUjit_option opt[] = { CU_JIT_ERROR_LOG_BUFFER,
@@ -657,12 +682,6 @@ static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
 	struct cu_kcopy *k;
 	CUresult r;
 
-	if (!cu.ModuleLoadDataEx || !cu.ModuleGetFunction ||
-	    !cu.ModuleUnload || !cu.LaunchKernel) {
-		snprintf(b->why, sizeof(b->why), "%s lacks cuModuleLoadDataEx or cuLaunchKernel",
-			 CUDA_LIB);
-		return -ENOSYS;
-	}
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
@@ -680,16 +699,56 @@ static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
 		free(k);
 		return cu_fail(b, r, "cuModuleGetFunction");
 	}
-	*mod = k;
+	k->dev = b->dev_id;
+	k->ptx = ptx;
+	*out = k;
 	return 0;
 }
 
+/* The device's module for ptx, loaded by the first stream that asks. */
+static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
+			  const char *entry, void **mod)
+{
+	struct cu_kcopy *k;
+	int ret = 0;
+
+	if (!cu.ModuleLoadDataEx || !cu.ModuleGetFunction ||
+	    !cu.ModuleUnload || !cu.LaunchKernel) {
+		snprintf(b->why, sizeof(b->why), "%s lacks cuModuleLoadDataEx or cuLaunchKernel",
+			 CUDA_LIB);
+		return -ENOSYS;
+	}
+	pthread_mutex_lock(&kmods_lock);
+	k = kmod_find(b->dev_id, ptx);
+	if (!k) {
+		ret = kmod_load(b, ptx, entry, &k);
+		if (!ret) {
+			k->next = kmods;
+			kmods = k;
+		}
+	}
+	if (!ret) {
+		k->users++;
+		*mod = k;
+	}
+	pthread_mutex_unlock(&kmods_lock);
+	return ret;
+}
+
+/* The last stream to let go unloads it: no kernel of it runs by then. */
 static void rt_kernel_unload(void *mod)
 {
-	struct cu_kcopy *k = mod;
+	struct cu_kcopy *k = mod, **p;
 
-	cu.ModuleUnload(k->mod);
-	free(k);
+	pthread_mutex_lock(&kmods_lock);
+	if (--k->users == 0) {
+		for (p = &kmods; *p != k; p = &(*p)->next)
+			;
+		*p = k->next;
+		cu.ModuleUnload(k->mod);
+		free(k);
+	}
+	pthread_mutex_unlock(&kmods_lock);
 }
 
 static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,

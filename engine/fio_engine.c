@@ -665,6 +665,8 @@ static int dbr_commit(struct thread_data *td)
 
 	if (!dd->nr_queued)
 		return 0;
+	if (!dd->io_first_ns)
+		dd->io_first_ns = gpu_now_ns();
 	dbr_pipe_commit(&dd->sess.pipe);
 	/*
 	 * No free io_u left: fio cannot go on without reaping, so its next
@@ -721,6 +723,8 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 	ret = dbr_pipe_getevents(&dd->sess.pipe, dd->events, min, max);
 	if (ret < 0)
 		td_verror(td, -ret, "getevents");
+	else if (ret)
+		dd->io_last_ns = gpu_now_ns();
 	if (dd->sess.pipe.copies)
 		dbr_say_copy_errors(td, dd, ret);
 	return ret;

@@ -219,6 +219,8 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->copy_passes = cs->passes;
 	r->reissues = dd->sess.ring.reissues;
 	r->error = td->error;
+	r->io_first_ns = dd->io_first_ns;
+	r->io_last_ns = dd->io_last_ns;
 }
 
 static void dbr_say_sums(const struct dbr_gpu_sum *s, int n, bool more)

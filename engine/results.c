@@ -113,9 +113,15 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 		     dir_names[d], r->bytes[d], dir_names[d], r->ios[d],
 		     dir_names[d], r->runtime_ms[d], dir_names[d],
 		     dbr_result_bw(r, d), dir_names[d], dbr_result_iops(r, d));
-	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"copy_launches\":%lu,\"copy_passes\":%lu,\"reissues\":%lu,\"error\":%d}\n",
+	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"copy_launches\":%lu,\"copy_passes\":%lu,\"reissues\":%lu,\"error\":%d",
 	     r->copies, r->copy_calls, r->copy_launches, r->copy_passes,
 	     r->reissues, r->error);
+	if (r->io_first_ns && r->io_last_ns >= r->io_first_ns)
+		jcat(&j, ",\"io_start_ms\":%.3f,\"io_end_ms\":%.3f",
+		     r->io_first_ns / 1e6, r->io_last_ns / 1e6);
+	else
+		jcat(&j, ",\"io_start_ms\":null,\"io_end_ms\":null");
+	jcat(&j, "}\n");
 	return j.over ? -ENOSPC : (int)j.used;
 }
 
@@ -305,6 +311,39 @@ static struct dbr_gpu_sum *tally_sum_of(struct dbr_tally *t,
 	return s;
 }
 
+/* s's threads were all doing I/O from the latest first to the earliest last */
+static void tally_window(struct dbr_gpu_sum *s, const struct dbr_result *r)
+{
+	if (!r->io_first_ns || r->io_last_ns < r->io_first_ns)
+		return;
+	if (!s->timed || r->io_first_ns > s->latest_first_ns)
+		s->latest_first_ns = r->io_first_ns;
+	if (!s->timed || r->io_last_ns < s->earliest_last_ns)
+		s->earliest_last_ns = r->io_last_ns;
+	s->window_ns += (double)(r->io_last_ns - r->io_first_ns);
+	s->timed++;
+}
+
+/*
+ * The share of a thread's I/O time, on average, that all of s's threads
+ * spent doing I/O at once; 1 with fewer than two timed threads. fio adds
+ * up its threads' rates as if they ran together: well below 1, they did
+ * not, and the sum is not a rate the device was ever driven at.
+ */
+double dbr_gpu_sum_together(const struct dbr_gpu_sum *s)
+{
+	double mean;
+
+	if (s->timed < 2)
+		return 1;
+	mean = s->window_ns / s->timed;
+	if (mean <= 0)
+		return 1;
+	if (s->earliest_last_ns <= s->latest_first_ns)
+		return 0;
+	return (double)(s->earliest_last_ns - s->latest_first_ns) / mean;
+}
+
 static void tally_add(struct dbr_tally *t, const struct dbr_result *r)
 {
 	struct dbr_gpu_sum *s;
@@ -327,6 +366,7 @@ static void tally_add(struct dbr_tally *t, const struct dbr_result *r)
 	s->copy_calls += r->copy_calls;
 	s->copy_launches += r->copy_launches;
 	s->copy_passes += r->copy_passes;
+	tally_window(s, r);
 }
 
 static int sum_cmp(const void *a, const void *b)
@@ -425,4 +465,7 @@ void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 			s->copy_passes);
 	if (!s->copies)
 		dbr_cat(buf, len, ", no GPU copies");
+	if (dbr_gpu_sum_together(s) < DBR_TOGETHER_MIN)
+		dbr_cat(buf, len, "; but its threads did I/O together for only %.0f%% of their time, so these sums are not a rate reached at once (threads that started late or ran one after another)",
+			100 * dbr_gpu_sum_together(s));
 }

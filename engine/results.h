@@ -48,6 +48,10 @@ struct dbr_result {
 	unsigned long copy_passes;	/* passes the resident kernel took */
 	unsigned long reissues;		/* -EAGAIN reissues */
 	int error;			/* fio's td->error */
+	/* CLOCK_MONOTONIC: the thread's first commit and last reaped I/O (0:
+	 * none), to tell whether a run's threads did their I/O together */
+	uint64_t io_first_ns;
+	uint64_t io_last_ns;
 };
 
 /* A GPU and path: the threads that ran on it, added up. */
@@ -69,6 +73,11 @@ struct dbr_gpu_sum {
 	unsigned long copy_calls;
 	unsigned long copy_launches;
 	unsigned long copy_passes;
+	/* the threads' I/O windows: how long all of them were at it at once */
+	unsigned int timed;		/* threads with a window */
+	uint64_t latest_first_ns;
+	uint64_t earliest_last_ns;
+	double window_ns;		/* the windows' lengths, added up */
 };
 
 #define DBR_MAX_GPU_SUMS	64
@@ -133,6 +142,9 @@ int dbr_tally_end(long run, unsigned int expected, const struct dbr_result *r,
 		  struct dbr_gpu_sum *out, int max, bool *more);
 
 /* One sum as a line of words (no prefix, no newline); groups: name its group. */
+/* Below this share of together time the per-GPU line warns (results.c). */
+#define DBR_TOGETHER_MIN	0.9
+double dbr_gpu_sum_together(const struct dbr_gpu_sum *s);
 void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 		      size_t len);
 

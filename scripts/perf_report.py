@@ -130,6 +130,49 @@ def ratio_line(r):
                                              spread, cpu)
 
 
+# ------------------------------------------------------- threads together
+
+TOGETHER_MIN = 0.9      # the engine's per-GPU line warns below it too
+
+
+def together(threads):
+    """The share of a thread's I/O time, on average, during which all of a
+    run's threads (the engine's records, io_start_ms/io_end_ms) were doing
+    I/O at once; None with fewer than two timed threads. fio adds its
+    threads' rates up as if they ran together: well below 1 they did not
+    (threads that ran one after another give 0), and the sum is no rate the
+    device was driven at."""
+    w = [(t["io_start_ms"], t["io_end_ms"]) for t in threads or ()
+         if t.get("io_start_ms") is not None and t.get("io_end_ms") is not None
+         and t["io_end_ms"] > t["io_start_ms"]]
+    if len(w) < 2:
+        return None
+    mean = sum(e - s for s, e in w) / len(w)
+    both = min(e for _, e in w) - max(s for s, _ in w)
+    return max(both, 0.0) / mean
+
+
+def apart(records):
+    """{case id: [(rep, share)]} for the repetitions whose threads were
+    together for under TOGETHER_MIN of their time."""
+    out = {}
+    for r in records:
+        share = (r["together"] if "together" in r
+                 else together(r.get("gpu_threads")))
+        if share is not None and share < TOGETHER_MIN:
+            out.setdefault(r["id"], []).append((r["rep"], share))
+    return out
+
+
+def apart_lines(records):
+    return ["%s: its threads did I/O together for only %s of their time in "
+            "repetition%s %s: the IOPS fio adds up there are no rate reached "
+            "at once" % (cid, "/".join("%.0f%%" % (100 * s) for _, s in reps),
+                         "s" if len(reps) > 1 else "",
+                         ", ".join(str(n) for n, _ in reps))
+            for cid, reps in apart(records).items()]
+
+
 # ----------------------------------------------------------------- per GPU
 
 def _gpu_buckets(threads):
@@ -200,7 +243,7 @@ def gpu_rows(gpus):
                    "%.2f" % (g["bw_bytes"] / 2**30), _count(g["copies"]))
 
 
-def markdown(agg, rats, meta, gpus=None):
+def markdown(agg, rats, meta, gpus=None, apart=None):
     out = io.StringIO()
     out.write("# scripts/perf results\n\n")
     for k, v in meta.items():
@@ -214,6 +257,10 @@ def markdown(agg, rats, meta, gpus=None):
         out.write("\n## Ratios (median IOPS over the reference's)\n\n")
         for r in rats:
             out.write("- %s\n" % ratio_line(r))
+    if apart:
+        out.write("\n## Threads not together (the engine's I/O windows)\n\n")
+        for line in apart:
+            out.write("- **%s**\n" % line)
     if gpus:
         out.write("\n## Per GPU (cases on more than one GPU; plot: gpu.svg)"
                   "\n\n| %s |\n|%s\n" % (" | ".join(GPU_COLUMNS),

@@ -77,6 +77,37 @@ sys.exit(new.split("\n## Per GPU")[0] != old)' "$TMPD/$n/results.md" "$TMPD/$n-o
 		{ fail "$n: results.md changed beyond the per-GPU table"; diff "$TMPD/$n/results.md" "$TMPD/$n-old/results.md"; }
 done
 
+# ---- synthetic: threads' I/O windows (io_start_ms/io_end_ms). Case "apart"
+# ran its two threads one after the other in repetition 2 (the windows do
+# not overlap) and 10 ms apart in repetition 1; case "close" always 10 ms
+# apart. Only "apart" repetition 2 is named, as 0% together.
+python3 - "$TMPD/windows" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+def thread(t, start):
+    return {"run": "1-1", "job": "j", "thread": t, "gpu": "hip", "dev": 0,
+            "path": "bounce", "read_iops": 100.0, "read_bw_bytes": 1,
+            "read_bytes": 1, "copies": 1, "io_start_ms": start,
+            "io_end_ms": start + 1000.0}
+def rec(cid, rep, starts):
+    return {"id": cid + " dbr:bounce", "rep": rep,
+            "case": {"job": cid, "impl": "dbr", "transfer": "bounce",
+                     "iodepth": "8", "bs": "4k"},
+            "summary": {"iops": 200.0, "bw_bytes": 2},
+            "gpu_threads": [thread(i, s) for i, s in enumerate(starts)]}
+os.makedirs(d)
+json.dump({"meta": {"command": "synthetic"}, "title": "t", "records": [
+    rec("apart", 1, (5000.0, 5010.0)), rec("apart", 2, (5000.0, 6000.0)),
+    rec("close", 1, (5000.0, 5010.0)), rec("close", 2, (7000.0, 7010.0))]},
+    open(os.path.join(d, "results.json"), "w"))
+PY
+"$perf" --from "$TMPD/windows" >"$TMPD/windows.out" 2>&1 || fail "--from windows: exit $?"
+md=$TMPD/windows/results.md
+grep -qF "**apart dbr:bounce: its threads did I/O together for only 0% of their time in repetition 2:" "$md" &&
+	[ "$(grep -c 'did I/O together for only' "$md")" -eq 1 ] &&
+	pass "threads one after another: that case and repetition named, the overlapping ones not" ||
+	{ fail "threads one after another: want only apart's repetition 2 named"; sed -n '/not together/,$p' "$md"; }
+
 # ---- real runs
 if grep -q '^#define DBR_HAVE_HIP 1' "$BUILDDIR/config.h"; then
 	use_hip_double

@@ -3,8 +3,9 @@
  * Per-GPU results without fio: the JSON line (escapes, fio's arithmetic),
  * the run's table added up by forked processes the way fio's job processes
  * add to it (one of them, the last, gets the sums), a new run starting
- * afresh, O_APPEND lines that never interleave, and the open error with no
- * descriptor left behind.
+ * afresh, O_APPEND lines that never interleave, the open error with no
+ * descriptor left behind, and the threads' I/O windows: a GPU's line warns
+ * when its threads did not do their I/O together.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -89,6 +90,14 @@ static void test_json(void)
 	      "a thread without a GPU: null");
 	CHECK(dbr_result_json(&r, "1-2", buf, 40) == -ENOSPC,
 	      "a line that does not fit: -ENOSPC");
+	len = dbr_result_json(&r, "1-2", buf, sizeof(buf));
+	CHECK(len > 0 && strstr(buf, "\"io_start_ms\":null,\"io_end_ms\":null}"),
+	      "no I/O window: null");
+	r.io_first_ns = 5000250000ULL;
+	r.io_last_ns = 6000500000ULL;
+	len = dbr_result_json(&r, "1-2", buf, sizeof(buf));
+	CHECK(len > 0 && strstr(buf, "\"io_start_ms\":5000.250,\"io_end_ms\":6000.500}"),
+	      "the I/O window in CLOCK_MONOTONIC milliseconds: %s", buf);
 }
 
 /* The last of nr processes to end gets the sums: it exits 10, others 0. */
@@ -216,6 +225,48 @@ static void test_groups(void)
 	      line);
 }
 
+/*
+ * Three threads on one GPU, each with a 1 s I/O window: fio adds their
+ * rates up as if they ran at once. Windows that overlap (started 10 ms
+ * apart) give no warning; windows one after another (the resident kernel's
+ * module loads once serialised a job's threads so) make the line say so.
+ */
+static void windows_sum(long run, const uint64_t *first, struct dbr_gpu_sum *s)
+{
+	struct dbr_result r[3];
+	bool more;
+	int i;
+
+	dbr_tally_join(run, 3);
+	for (i = 0; i < 3; i++) {
+		r[i] = result_on(0, i);
+		r[i].io_first_ns = first[i];
+		r[i].io_last_ns = first[i] + 1000000000ULL;
+		dbr_tally_end(run, 3, &r[i], s, 1, &more);
+	}
+}
+
+static void test_together(void)
+{
+	static const uint64_t close[3] = { 1000000000, 1010000000, 1005000000 };
+	static const uint64_t serial[3] = { 1000000000, 2000000000, 3000000000 };
+	struct dbr_gpu_sum s;
+	char line[768];
+
+	windows_sum(1200, close, &s);
+	dbr_gpu_sum_line(&s, false, line, sizeof(line));
+	CHECK(s.timed == 3 && dbr_gpu_sum_together(&s) > 0.98 &&
+	      dbr_gpu_sum_together(&s) < 0.991 && !strstr(line, "together"),
+	      "windows 10 ms apart: together %.3f, no warning: %s",
+	      dbr_gpu_sum_together(&s), line);
+	windows_sum(1300, serial, &s);
+	dbr_gpu_sum_line(&s, false, line, sizeof(line));
+	CHECK(dbr_gpu_sum_together(&s) == 0 &&
+	      strstr(line, "; but its threads did I/O together for only 0% of their time"),
+	      "windows one after another: together %.3f, and the line says so: %s",
+	      dbr_gpu_sum_together(&s), line);
+}
+
 static void test_append(void)
 {
 	char path[] = "/tmp/dbr-results-XXXXXX", line[2048];
@@ -267,6 +318,7 @@ int main(void)
 	test_more_than_fit();
 	test_line();
 	test_groups();
+	test_together();
 	test_append();
 	dbr_tally_unmap();
 	return check_done("test_results");

@@ -644,7 +644,16 @@ struct cu_kcopy {
 	int dev;		/* the device's ordinal */
 	const char *ptx;	/* the PTX text it came from (static) */
 	unsigned int users;
+	/* dbr_kcopy counts a fencing launch's blocks in its stream's slot of
+	 * dbr_kcopy_count[] (kcopy_ptx.h): the slots the users hold */
+	uint32_t slots[GPU_KCOPY_SLOTS / 32];
 	struct cu_kcopy *next;
+};
+
+/* What a stream holds: the device's module and its own counter slot. */
+struct cu_kuse {
+	struct cu_kcopy *k;
+	uint32_t slot;
 };
 
 static pthread_mutex_t kmods_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -705,12 +714,26 @@ static int kmod_load(struct gpu_buf *b, const char *ptx, const char *entry,
 	return 0;
 }
 
+/* A free counter slot of k's, taken; -1: every slot is held. */
+static int kmod_take_slot(struct cu_kcopy *k)
+{
+	unsigned int i;
+
+	for (i = 0; i < GPU_KCOPY_SLOTS; i++)
+		if (!(k->slots[i / 32] & (1u << (i % 32)))) {
+			k->slots[i / 32] |= 1u << (i % 32);
+			return (int)i;
+		}
+	return -1;
+}
+
 /* The device's module for ptx, loaded by the first stream that asks. */
 static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
 			  const char *entry, void **mod)
 {
+	struct cu_kuse *u;
 	struct cu_kcopy *k;
-	int ret = 0;
+	int ret = 0, slot;
 
 	if (!cu.ModuleLoadDataEx || !cu.ModuleGetFunction ||
 	    !cu.ModuleUnload || !cu.LaunchKernel) {
@@ -718,6 +741,9 @@ static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
 			 CUDA_LIB);
 		return -ENOSYS;
 	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
 	pthread_mutex_lock(&kmods_lock);
 	k = kmod_find(b->dev_id, ptx);
 	if (!k) {
@@ -727,20 +753,37 @@ static int rt_kernel_load(struct gpu_buf *b, const char *ptx,
 			kmods = k;
 		}
 	}
+	slot = ret ? -1 : kmod_take_slot(k);
+	if (!ret && slot < 0) {
+		snprintf(b->why, sizeof(b->why), "%u copy streams already use the copy kernel on device %d",
+			 GPU_KCOPY_SLOTS, b->dev_id);
+		ret = -EBUSY;
+	}
 	if (!ret) {
 		k->users++;
-		*mod = k;
+		u->k = k;
+		u->slot = (uint32_t)slot;
+		*mod = u;
 	}
 	pthread_mutex_unlock(&kmods_lock);
+	if (ret)
+		free(u);
 	return ret;
 }
 
-/* The last stream to let go unloads it: no kernel of it runs by then. */
+/*
+ * The slot goes back with its count at 0 (every fencing launch's last block
+ * resets it); the last stream to let go unloads the module: no kernel of it
+ * runs by then.
+ */
 static void rt_kernel_unload(void *mod)
 {
-	struct cu_kcopy *k = mod, **p;
+	struct cu_kuse *u = mod;
+	struct cu_kcopy *k = u->k, **p;
 
 	pthread_mutex_lock(&kmods_lock);
+	k->slots[u->slot / 32] &= ~(1u << (u->slot % 32));
+	free(u);
 	if (--k->users == 0) {
 		for (p = &kmods; *p != k; p = &(*p)->next)
 			;
@@ -754,12 +797,12 @@ static void rt_kernel_unload(void *mod)
 static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
 			    const struct gpu_klaunch *l)
 {
-	struct cu_kcopy *k = mod;
+	struct cu_kuse *u = mod;
 	void *args[] = { (void *)&l->host, (void *)&l->dev, (void *)&l->flag,
-			 (void *)&l->ticket, (void *)l->d };
+			 (void *)&l->ticket, (void *)l->d, &u->slot };
 	CUresult r;
 
-	r = cu.LaunchKernel(k->fn, l->n, l->chunks, 1,
+	r = cu.LaunchKernel(u->k->fn, l->n, l->chunks, 1,
 			    GPU_KCOPY_CHUNK / GPU_KCOPY_ALIGN, 1, 1, 0, stream,
 			    args, NULL);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuLaunchKernel");
@@ -768,11 +811,11 @@ static int rt_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
 static int rt_kernel_start(struct gpu_buf *b, void *stream, void *mod,
 			   uint64_t ring, uint64_t host, uint64_t dev)
 {
-	struct cu_kcopy *k = mod;
+	struct cu_kuse *u = mod;
 	void *args[] = { &ring, &host, &dev };
 	CUresult r;
 
-	r = cu.LaunchKernel(k->fn, 1, 1, 1, GPU_KRING_THREADS, 1, 1, 0, stream,
+	r = cu.LaunchKernel(u->k->fn, 1, 1, 1, GPU_KRING_THREADS, 1, 1, 0, stream,
 			    args, NULL);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(b, r, "cuLaunchKernel(dbr_kring)");
 }

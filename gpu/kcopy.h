@@ -25,6 +25,8 @@ struct gpu_stream;
 
 /* Descriptors per launch: 32 + 8 x 256 bytes of the 4 KiB parameter space. */
 #define GPU_KCOPY_MAX		256u
+/* Streams that can share one device's module: dbr_kcopy_count[]'s size. */
+#define GPU_KCOPY_SLOTS		1024u
 /* Offsets and lengths in units of the kernel's 16-byte loads and stores. */
 #define GPU_KCOPY_ALIGN		16u
 /* What one block moves per step (256 threads x 16 bytes): grid y units. */

@@ -11,11 +11,12 @@
  *						// bit: device -> host
  *	struct kdescs { kdesc d[256]; };	// GPU_KCOPY_MAX
  *
- *	__device__ uint32_t count;		// per module: per stream
+ *	__device__ uint32_t count[1024];	// GPU_KCOPY_SLOTS: one per
+ *						// stream sharing the module
  *
  *	__global__ void __launch_bounds__(256)
  *	dbr_kcopy(uint4 *host, uint4 *dev, volatile uint64_t *flag,
- *		  uint64_t ticket, kdescs k)
+ *		  uint64_t ticket, kdescs k, uint32_t slot)
  *	{
  *		kdesc d = k.d[blockIdx.x];
  *		bool d2h = d.len >> 31;
@@ -36,9 +37,9 @@
  *		if (threadIdx.x)
  *			return;
  *		__threadfence();
- *		if (atomicAdd(&count, 1) != gridDim.x * gridDim.y - 1)
+ *		if (atomicAdd(&count[slot], 1) != gridDim.x * gridDim.y - 1)
  *			return;
- *		count = 0;			// for the stream's next launch
+ *		count[slot] = 0;		// for the stream's next launch
  *		__threadfence_system();
  *		*flag = ticket;			// the fence: copies done
  *	}
@@ -69,9 +70,10 @@
  * otherwise write the ticket into the host word with a call of its own
  * after the launch (cuStreamWriteValue64), and the driver serialises every
  * thread's calls behind one lock, so at 16 threads the second call per pass
- * costs as much as the launch. Every block counts itself done in a counter
- * of the module's (one module per stream, and launches on a stream run one
- * after the other, so one counter serves them all) once its stores are
+ * costs as much as the launch. Every block counts itself done in its
+ * stream's counter (the module is the device's, loaded once per process;
+ * each stream using it holds a slot of count[], and launches on a stream
+ * run one after the other, so one counter serves them all) once its stores are
  * fenced (gathers at GPU scope, scatters at system scope, above) and its
  * threads have met at the barrier; the block that counts last has seen
  * every other block's count, and so everything they stored, resets the
@@ -86,20 +88,21 @@ static const char gpu_kcopy_ptx_text[] =
 	".target sm_70\n"
 	".address_size 64\n"
 	"\n"
-	".global .align 4 .u32 dbr_kcopy_count;\n"
+	".global .align 4 .u32 dbr_kcopy_count[1024];\n"
 	"\n"
 	".visible .entry dbr_kcopy(\n"
 	"	.param .u64 dbr_kcopy_host,\n"
 	"	.param .u64 dbr_kcopy_dev,\n"
 	"	.param .u64 dbr_kcopy_flag,\n"
 	"	.param .u64 dbr_kcopy_ticket,\n"
-	"	.param .align 4 .b8 dbr_kcopy_desc[2048]\n"
+	"	.param .align 4 .b8 dbr_kcopy_desc[2048],\n"
+	"	.param .u32 dbr_kcopy_slot\n"
 	")\n"
 	".maxntid 256, 1, 1\n"
 	"{\n"
 	"	.reg .pred	%p<4>;\n"
-	"	.reg .b32	%r<16>;\n"
-	"	.reg .b64	%rd<12>;\n"
+	"	.reg .b32	%r<17>;\n"
+	"	.reg .b64	%rd<14>;\n"
 	/* the block's descriptor, desc[ctaid.x]: off, len | d2h << 31 */
 	"	ld.param.u64	%rd1, [dbr_kcopy_host];\n"
 	"	ld.param.u64	%rd2, [dbr_kcopy_dev];\n"
@@ -148,13 +151,17 @@ static const char gpu_kcopy_ptx_text[] =
 	"	@%p2 bra	$Lret;\n"
 	/* as a grid barrier counts: the block's stores, then its count */
 	"	membar.gl;\n"
+	"	ld.param.u32	%r16, [dbr_kcopy_slot];\n"
+	"	mov.u64		%rd12, dbr_kcopy_count;\n"
+	"	mul.wide.u32	%rd13, %r16, 4;\n"
+	"	add.s64		%rd12, %rd12, %rd13;\n"
 	"	mov.u32		%r12, %nctaid.x;\n"
 	"	mul.lo.u32	%r13, %r12, %r9;\n"
 	"	sub.u32		%r13, %r13, 1;\n"
-	"	atom.global.add.u32	%r14, [dbr_kcopy_count], 1;\n"
+	"	atom.global.add.u32	%r14, [%rd12], 1;\n"
 	"	setp.ne.u32	%p2, %r14, %r13;\n"
 	"	@%p2 bra	$Lret;\n"
-	"	st.global.u32	[dbr_kcopy_count], 0;\n"
+	"	st.global.u32	[%rd12], 0;\n"
 	"	membar.sys;\n"
 	"	ld.param.u64	%rd10, [dbr_kcopy_ticket];\n"
 	"	cvta.to.global.u64	%rd11, %rd11;\n"

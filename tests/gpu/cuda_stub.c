@@ -15,11 +15,13 @@
  *                        without the flag), a dma-buf, or an unrelated error
  *   CUDASTUB_C2C=1       CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED=1:
  *                        the GPU is linked to the CPU by NVLink-C2C
- *   CUDASTUB_LOG=FILE    append "export flags=N" per export call
+ *   CUDASTUB_LOG=FILE    append "export flags=N" per export call, and the
+ *                        module and launch lines below
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,5 +298,93 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
 {
 	(void)hStream;
 	memcpy(dstHost, (const void *)(uintptr_t)srcDevice, ByteCount);
+	return CUDA_SUCCESS;
+}
+
+/*
+ * Modules and launches. dbr_kcopy (gpu/kcopy_ptx.h) runs at once on the
+ * host, as the copies above do: its descriptors move 16-byte units between
+ * the staging area and "device" memory (both host memory here), and a
+ * fencing launch writes its ticket into the host word. Any other kernel
+ * (the resident one) is refused. With CUDASTUB_LOG: "module load ENTRY",
+ * "module unload" and, per launch, "launch slot=N thread=T", so a test
+ * can count loads and see which counter slot each thread's stream got.
+ */
+static int kcopy_fn, kring_fn;
+
+static void stub_log(const char *fmt, ...)
+{
+	const char *log = getenv("CUDASTUB_LOG");
+	va_list ap;
+	FILE *f;
+
+	if (!log || !(f = fopen(log, "ae")))
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+			    unsigned int numOptions, CUjit_option *options,
+			    void **optionValues)
+{
+	(void)numOptions;
+	(void)options;
+	(void)optionValues;
+	*module = calloc(1, 16);
+	if (!*module)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	stub_log("module load %s\n", strstr(image, ".entry dbr_kring") ?
+		 "dbr_kring" : "dbr_kcopy");
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	(void)hmod;
+	*hfunc = (CUfunction)(strcmp(name, "dbr_kcopy") ? &kring_fn : &kcopy_fn);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+	free(hmod);
+	stub_log("module unload\n");
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+			unsigned int gridDimY, unsigned int gridDimZ,
+			unsigned int blockDimX, unsigned int blockDimY,
+			unsigned int blockDimZ, unsigned int sharedMemBytes,
+			CUstream hStream, void **kernelParams, void **extra)
+{
+	const struct { uint32_t off, len; } *d = kernelParams[4];
+	char *host, *dev;
+	uint64_t flag;
+	unsigned int i;
+
+	(void)gridDimY; (void)gridDimZ; (void)blockDimX; (void)blockDimY;
+	(void)blockDimZ; (void)sharedMemBytes; (void)hStream; (void)extra;
+	if (f != (CUfunction)&kcopy_fn)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	host = (char *)(uintptr_t)*(uint64_t *)kernelParams[0];
+	dev = (char *)(uintptr_t)*(uint64_t *)kernelParams[1];
+	flag = *(uint64_t *)kernelParams[2];
+	for (i = 0; i < gridDimX; i++) {
+		uint32_t len = d[i].len & 0x7fffffffu;
+		size_t off = (size_t)d[i].off * 16;
+
+		if (d[i].len >> 31)
+			memcpy(host + off, dev + off, (size_t)len * 16);
+		else
+			memcpy(dev + off, host + off, (size_t)len * 16);
+	}
+	if (flag)
+		*(volatile uint64_t *)(uintptr_t)flag = *(uint64_t *)kernelParams[3];
+	stub_log("launch slot=%u thread=%lu\n", *(uint32_t *)kernelParams[5],
+		 (unsigned long)pthread_self());
 	return CUDA_SUCCESS;
 }

@@ -51,6 +51,34 @@ cudacheck other-error-no-fallback 0 \
 	"export refused: .*cuMemGetHandleForAddressRange\(DMA_BUF_FD, MAPPING_TYPE_PCIE\): CUDA_ERROR_OUT_OF_MEMORY" \
 	"1 " CUDASTUB_PCIE=oom -- -x refuse
 
+# The copy kernel's module: one per device for the process, however many
+# threads (cuModuleLoadData and cuModuleUnload wait for every kernel running
+# in the context, so a module per thread serialised a job's threads behind
+# one another's resident kernels), unloaded once by the last; and each
+# thread's stream counts its launches in a counter slot of its own (a shared
+# counter let one thread's blocks complete another's fence).
+: >"$log"
+if env LD_LIBRARY_PATH="$stub" CUDASTUB_LOG="$log" "$check" cuda -t 4 -k 500 \
+	-c kernel -K launch >"$TMPD/kmod.out" 2>&1; then
+	loads=$(grep -c '^module load dbr_kcopy' "$log")
+	unloads=$(grep -c '^module unload' "$log")
+	pairs=$(sed -n 's/^launch slot=\([0-9]*\) thread=\([0-9]*\)/\2 \1/p' "$log" | sort -u)
+	threads=$(cut -d' ' -f1 <<<"$pairs" | sort -u | wc -l)
+	slots=$(cut -d' ' -f2 <<<"$pairs" | sort -u | wc -l)
+	if [ "$loads" = 1 ] && [ "$unloads" = 1 ] && [ "$threads" = 4 ] &&
+		[ "$slots" = 4 ] && [ "$(wc -l <<<"$pairs")" = 4 ]; then
+		pass "copy kernel, 4 threads: 1 module load, 1 unload, a counter slot per thread ($(cut -d' ' -f2 <<<"$pairs" | sort -n | paste -sd,))"
+	else
+		fail "copy kernel, 4 threads: $loads loads, $unloads unloads, $threads threads launched over $slots slots: $(paste -sd' ' <<<"$pairs")"
+	fi
+	grep -q "copies verified" "$TMPD/kmod.out" && ! grep -q "copies by DMA" "$TMPD/kmod.out" &&
+		pass "copy kernel through the stub: copies verified by launches" ||
+		{ fail "copy kernel through the stub: copies not verified by launches"; tail -5 "$TMPD/kmod.out"; }
+else
+	fail "gpu_check cuda -t 4 -c kernel -K launch on the stub failed"
+	tail -10 "$TMPD/kmod.out"
+fi
+
 # the provider's copy path under fio, through the stub's "device" memory
 f=$(scratch_file)
 LD_LIBRARY_PATH=$stub run_ok bounce-verify-through-stub --name=cuda --filename="$f" \

@@ -28,9 +28,15 @@ fence=$(sed -n '/^\$Ldone:/,/^\$Lret:/p' "$TMPD/kcopy.ptx" | grep -m2 'membar\.'
 signal=$(sed -n '/^\$Ldone:/,/^\$Lret:/p' "$TMPD/kcopy.ptx" |
 	grep -E 'atom\.global\.add|st\.global\.u32|membar\.sys;|st\.volatile\.global\.u64' |
 	grep -v '@' | tr -d ' \t' | sed 's/[%][a-z0-9]*//g' | paste -sd' ')
-[ "$signal" = "atom.global.add.u32,[dbr_kcopy_count],1; st.global.u32[dbr_kcopy_count],0; membar.sys; st.volatile.global.u64[],;" ] &&
+[ "$signal" = "atom.global.add.u32,[],1; st.global.u32[],0; membar.sys; st.volatile.global.u64[],;" ] &&
 	pass "a fencing launch: count the block, the last resets the count, fences at system scope, then writes the ticket" ||
 	fail "the ticket write's order: $signal"
+# the module is shared by every stream on the device: each counts in its own
+# slot (the last parameter), never in one counter for all
+slot=$(grep -cE 'ld\.param\.u32[[:space:]]+%r16, \[dbr_kcopy_slot\];|mul\.wide\.u32[[:space:]]+%rd13, %r16, 4;|(atom\.global\.add\.u32|st\.global\.u32)[[:space:]].*\[%rd12\]' "$TMPD/kcopy.ptx")
+[ "$slot" -eq 4 ] && ! grep -qE '\[dbr_kcopy_count\]' "$TMPD/kcopy.ptx" &&
+	pass "the count is the stream's slot of dbr_kcopy_count[], by the slot parameter" ||
+	fail "the count is not indexed by the stream's slot ($slot of 4 lines)"
 for arch in sm_80 sm_90; do
 	if "$ptxas" -arch=$arch -v "$TMPD/kcopy.ptx" -o "$TMPD/kcopy-$arch.cubin" \
 		>"$TMPD/ptxas-$arch.out" 2>&1; then

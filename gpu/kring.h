@@ -41,8 +41,10 @@
 #define GPU_KRING_THREADS	512u
 /* The kernel leaves after this long with nothing posted. */
 #define GPU_KRING_IDLE_NS	2000000ull
-/* A wait for a pass yields this long before it naps (stream.c). */
+/* A wait for a pass polls this long before it naps (stream.c)... */
 #define GPU_KRING_YIELD_NS	200000ull
+/* ...with a sched_yield this often. */
+#define GPU_KRING_YIELD_EVERY_NS	50000ull
 /* How long the first start may take to say it runs. */
 #define GPU_KRING_START_NS	1000000000ull
 

@@ -594,22 +594,44 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 	return ret;
 }
 
+/* A poll loop's pause: the CPU's spin-wait hint, where it has one. */
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /*
  * With b->stop, or for the resident kernel (no runtime call waits for a
- * ring): poll instead of sleeping in the runtime (which no stop can wake),
- * in 20 us naps for the first millisecond, then, for a copy that slow, in
- * 200 us naps that also ask whether the job stops; from then on give up
- * stop_bound_ns later.
+ * ring): poll instead of sleeping in the runtime (which no stop can wake).
+ * A resident pass first gets GPU_KRING_YIELD_NS of polling with the CPU's
+ * pause hint, and a sched_yield every GPU_KRING_YIELD_EVERY_NS so that a
+ * CPU shared with other threads is let go now and then; a sched_yield per
+ * poll was a system call each time (H200, zram, 4k randread, 16 threads:
+ * 2.88 us of CPU per I/O against 3.00, IOPS the same within the runs'
+ * spread). Then 20 us naps for the first millisecond, then, for a copy that
+ * slow, 200 us naps that also ask whether the job stops; from then on give
+ * up stop_bound_ns later.
  */
 static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 {
 	struct gpu_buf *b = s->buf;
-	uint64_t t0 = gpu_now_ns(), yield = gpu_resident_yield_ns(s);
+	uint64_t t0 = gpu_now_ns(), yield = gpu_resident_yield_ns(s), now;
+	uint64_t yielded = t0;
 	int ret;
 
 	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
-		if (gpu_now_ns() - t0 < yield) {
-			sched_yield();
+		now = gpu_now_ns();
+		if (now - t0 < yield) {
+			if (now - yielded >= GPU_KRING_YIELD_EVERY_NS) {
+				sched_yield();
+				yielded = now;
+			} else {
+				spin_pause();
+			}
 			continue;
 		}
 		if (gpu_now_ns() - t0 < yield + 1000000) {

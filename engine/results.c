@@ -428,6 +428,7 @@ static void cat_iops(char *buf, size_t len, double iops)
 void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 		      size_t len)
 {
+	double together;
 	bool any = false;
 	int d;
 
@@ -465,7 +466,8 @@ void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 			s->copy_passes);
 	if (!s->copies)
 		dbr_cat(buf, len, ", no GPU copies");
-	if (dbr_gpu_sum_together(s) < DBR_TOGETHER_MIN)
+	together = dbr_gpu_sum_together(s);
+	if (together < DBR_TOGETHER_MIN)
 		dbr_cat(buf, len, "; but its threads did I/O together for only %.0f%% of their time, so these sums are not a rate reached at once (threads that started late or ran one after another)",
-			100 * dbr_gpu_sum_together(s));
+			100 * together);
 }

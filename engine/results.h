@@ -141,10 +141,11 @@ void dbr_tally_run_id(char *buf, size_t len);
 int dbr_tally_end(long run, unsigned int expected, const struct dbr_result *r,
 		  struct dbr_gpu_sum *out, int max, bool *more);
 
-/* One sum as a line of words (no prefix, no newline); groups: name its group. */
 /* Below this share of together time the per-GPU line warns (results.c). */
 #define DBR_TOGETHER_MIN	0.9
 double dbr_gpu_sum_together(const struct dbr_gpu_sum *s);
+
+/* One sum as a line of words (no prefix, no newline); groups: name its group. */
 void dbr_gpu_sum_line(const struct dbr_gpu_sum *s, bool groups, char *buf,
 		      size_t len);
 

@@ -634,7 +634,7 @@ static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 			}
 			continue;
 		}
-		if (gpu_now_ns() - t0 < yield + 1000000) {
+		if (now - t0 < yield + 1000000) {
 			gpu_nap(20000);
 			continue;
 		}

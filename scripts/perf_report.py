@@ -157,8 +157,7 @@ def apart(records):
     together for under TOGETHER_MIN of their time."""
     out = {}
     for r in records:
-        share = (r["together"] if "together" in r
-                 else together(r.get("gpu_threads")))
+        share = together(r.get("gpu_threads"))
         if share is not None and share < TOGETHER_MIN:
             out.setdefault(r["id"], []).append((r["rep"], share))
     return out

@@ -177,24 +177,31 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 	return CUDA_SUCCESS;
 }
 
+/* a line to CUDASTUB_LOG, where it is set */
+static void stub_log(const char *fmt, ...)
+{
+	const char *log = getenv("CUDASTUB_LOG");
+	va_list ap;
+	FILE *f;
+
+	if (!log || !(f = fopen(log, "ae")))
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
 CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr,
 				       size_t size,
 				       CUmemRangeHandleType handleType,
 				       unsigned long long flags)
 {
 	const char *pcie = env("CUDASTUB_PCIE", "notsup");
-	const char *log = getenv("CUDASTUB_LOG");
 	int fd;
 
 	(void)dptr;
-	if (log) {
-		FILE *f = fopen(log, "ae");
-
-		if (f) {
-			fprintf(f, "export flags=%llu size=%zu\n", flags, size);
-			fclose(f);
-		}
-	}
+	stub_log("export flags=%llu size=%zu\n", flags, size);
 	if (handleType != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || flags > 1)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (flags == 1 && !strcmp(pcie, "notsup"))
@@ -311,20 +318,6 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
  * can count loads and see which counter slot each thread's stream got.
  */
 static int kcopy_fn, kring_fn;
-
-static void stub_log(const char *fmt, ...)
-{
-	const char *log = getenv("CUDASTUB_LOG");
-	va_list ap;
-	FILE *f;
-
-	if (!log || !(f = fopen(log, "ae")))
-		return;
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fclose(f);
-}
 
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
 			    unsigned int numOptions, CUjit_option *options,

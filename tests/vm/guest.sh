@@ -119,7 +119,7 @@ fi
 # shellcheck source=over-1g.sh
 . "$SRCDIR/tests/vm/over-1g.sh"
 p2p_over_1g() {
-	local limit_mb avail_mb need_mb bs_kb depth area_mb out=$TMPD/p2p-over-1g.out
+	local limit_mb avail_mb need_mb bs_kb depth area_mb said out=$TMPD/p2p-over-1g.out
 	over_1g_plan 1
 	if [ "$limit_mb" -le "$area_mb" ]; then
 		skip_case "p2p-over-1g: udmabuf.size_limit_mb=$limit_mb is under the ${area_mb} MiB area (the rig's DBR_VM_UDMABUF_MB)"
@@ -133,10 +133,8 @@ p2p_over_1g() {
 	   grep -q "err= *[1-9]" "$out"; then
 		fail "p2p-over-1g: a ${area_mb} MiB area (bs=${bs_kb}k iodepth=$depth) does not run and verify"
 		show_failure "$out"
-	elif grep -Eq "^dmabuf_uring: p11: the kernel refused one [0-9]+ MiB dma-buf .*registered as [0-9]+ dma-bufs of at most 1024 MiB" "$out"; then
-		pass "p2p-over-1g: $(grep -Eo 'refused one [0-9]+ MiB dma-buf|registered as [0-9]+ dma-bufs' "$out" | paste -sd' ' -), bs=${bs_kb}k iodepth=$depth, verifies"
-	elif ! grep -q "refused one" "$out"; then
-		pass "p2p-over-1g: this kernel takes the ${area_mb} MiB dma-buf whole (no split), bs=${bs_kb}k iodepth=$depth, verifies"
+	elif said=$(over_1g_said p11 "$out"); then
+		pass "p2p-over-1g: $said, bs=${bs_kb}k iodepth=$depth, verifies"
 	else
 		fail "p2p-over-1g: a ${area_mb} MiB area (bs=${bs_kb}k iodepth=$depth): want the split line and a verified run"
 		show_failure "$out"

@@ -18,3 +18,17 @@ over_1g_plan() {
 	avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
 	need_mb=$(($1 * area_mb + 768))
 }
+
+# over_1g_said JOB OUT: what job JOB's output OUT says of the area, as words
+# for a pass line: the kernel refused it whole and it went in as pieces of at
+# most 1 GiB (the split line's numbers), or the kernel took it whole. Fails
+# where a refusal is said without the split.
+over_1g_said() {
+	if grep -Eq "^dmabuf_uring: $1: the kernel refused one [0-9]+ MiB dma-buf .*registered as [0-9]+ dma-bufs of at most 1024 MiB" "$2"; then
+		grep -Eo 'refused one [0-9]+ MiB dma-buf|registered as [0-9]+ dma-bufs' "$2" | paste -sd' ' -
+	elif ! grep -q "refused one" "$2"; then
+		echo "this kernel takes the ${area_mb} MiB dma-buf whole (no split)"
+	else
+		return 1
+	fi
+}

@@ -62,10 +62,8 @@ if [ "$mode" = p2p ]; then
 		run_ok hip-p2p-over-1g --name=hg "${common[@]}" --transfer=p2p --rw=randwrite \
 			--bs=${bs_kb}k --iodepth=$depth --verify=crc32c --verify_fatal=1 --size=64M
 		out=$TMPD/hip-p2p-over-1g.out
-		if grep -Eq "^dmabuf_uring: hg: the kernel refused one [0-9]+ MiB dma-buf .*registered as [0-9]+ dma-bufs" "$out"; then
-			pass "hip-p2p-over-1g: $(grep -Eo 'refused one [0-9]+ MiB dma-buf|registered as [0-9]+ dma-bufs' "$out" | paste -sd' ' -)"
-		elif ! grep -q "refused one" "$out"; then
-			pass "hip-p2p-over-1g: this kernel takes the ${area_mb} MiB dma-buf whole"
+		if said=$(over_1g_said hg "$out"); then
+			pass "hip-p2p-over-1g: $said"
 		else
 			fail "hip-p2p-over-1g: no split line"
 		fi

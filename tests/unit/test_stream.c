@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_kring.h"
 #include "kcopy.h"
 #include "kring.h"
 #include "provider.h"
@@ -70,7 +71,6 @@ static int fk_stream_create(struct gpu_buf *b, void **s)
 	*s = &streams[made++ % 64];
 	return 0;
 }
-static void fr_join(void *stream);
 static int fk_sync(struct gpu_buf *b, void *s)
 {
 	(void)b;
@@ -144,175 +144,17 @@ static int fk_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev)
 	return 0;
 }
 
-static size_t desc_len(const struct gpu_kdesc *d)
-{
-	return (size_t)(d->len & ~GPU_KDESC_D2H) * GPU_KCOPY_ALIGN;
-}
-
-/*
- * The resident kernel's fake: each start is a thread that, as dbr_kring
- * does, first waits for the one before it (a stream runs its launches one
- * after the other), then takes the ring's passes in rounds (fr_run_round),
- * each after fr.delay_us, copying descriptors last first; it leaves on stop or
- * after fr.idle_ns with nothing posted, saying so first as the kernel does.
- * It counts what a GPU would refuse in fr.bad.
- */
 #define RING_DEV	(1ull << 43)	/* the fake's device address of the ring */
-
-static struct {
-	struct gpu_kring *r;
-	struct gpu_buf *b;
-	pthread_t th;
-	bool have_th;
-	void *stream;		/* the stream the kernel was started on */
-	unsigned int loads, starts, passes, rounds, bad, most_posted;
-	unsigned int begun;	/* rounds begun (atomic) */
-	bool never_start;	/* the start is accepted, the kernel never runs */
-	long delay_us;
-	uint64_t idle_ns;
-} fr;
-
-static int fr_load(const char *ptx, void **mod)
-{
-	if (!strstr(ptx, ".entry dbr_kring("))
-		return -ENOENT;
-	fr.loads++;
-	*mod = &fr;
-	return 0;
-}
-
-static uint64_t fr_get(const uint64_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-static void fr_set(uint64_t *p, uint64_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-
-/* 0: pass seq is posted; 1: leave (stop, or idle with nothing posted) */
-static int fr_wait_posted(struct gpu_kring *r, uint64_t seq)
-{
-	uint64_t t0 = gpu_now_ns();
-
-	while (fr_get(&r->head) == seq) {
-		if (fr_get(&r->stop))
-			return 1;
-		if (gpu_now_ns() - t0 > fr.idle_ns) {
-			fr_set(&r->running, 0);
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (fr_get(&r->head) == seq)
-				return 1;
-			fr_set(&r->running, 1);
-			return 0;
-		}
-		usleep(10);
-	}
-	return 0;
-}
-
-static void fr_run_pass(struct gpu_kpass *p, uint64_t *ticket)
-{
-	unsigned int i;
-
-	if (p->n > GPU_KCOPY_MAX || (p->ticket && p->ticket <= *ticket))
-		fr.bad++;
-	for (i = p->n; i-- > 0;) {
-		uint64_t off = (uint64_t)p->d[i].off * GPU_KCOPY_ALIGN;
-		size_t len = desc_len(&p->d[i]);
-		bool to_host = p->d[i].len & GPU_KDESC_D2H;
-
-		memcpy(addr_of(fr.b, (to_host ? HOST_DEV : fk.dev_base) + off),
-		       addr_of(fr.b, (to_host ? fk.dev_base : HOST_DEV) + off),
-		       len);
-	}
-	if (p->ticket)
-		*ticket = p->ticket;
-	fr.passes++;
-}
-
-/*
- * One round, as dbr_kring takes it: every pass posted, up to one marked
- * ordered after the first; here the round's passes run last first, so a
- * pass the host should have marked and did not shows as bytes out of order.
- */
-static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq, uint64_t head,
-			     uint64_t *ticket)
-{
-	uint64_t take, j, last = *ticket;
-
-	__atomic_add_fetch(&fr.begun, 1, __ATOMIC_RELEASE);
-	if (head - seq > GPU_KRING_SLOTS)
-		fr.bad++;
-	if (head - seq > fr.most_posted)
-		fr.most_posted = (unsigned int)(head - seq);
-	for (take = 1; take < head - seq && take < GPU_KRING_SLOTS; take++)
-		if (r->slot[(seq + take) % GPU_KRING_SLOTS].flags & GPU_KPASS_ORDERED)
-			break;
-	if (fr.delay_us)
-		usleep(fr.delay_us);
-	for (j = take; j-- > 0;) {
-		uint64_t t = last;
-
-		fr_run_pass(&r->slot[(seq + j) % GPU_KRING_SLOTS], &t);
-		if (t > *ticket)
-			*ticket = t;
-	}
-	fr.rounds++;
-	if (*ticket > last)
-		fr_set(&r->ticket, *ticket);
-	fr_set(&r->tail, seq + take);
-	return take;
-}
-
-static void *fr_kernel(void *prev)
-{
-	struct gpu_kring *r = fr.r;
-	uint64_t seq, ticket = 0, head;
-
-	if (prev) {
-		pthread_join(*(pthread_t *)prev, NULL);
-		free(prev);
-	}
-	seq = fr_get(&r->tail);
-	fr_set(&r->starts, fr_get(&r->starts) + 1);
-	fr_set(&r->running, 1);
-	while (!fr_wait_posted(r, seq)) {
-		head = fr_get(&r->head);
-		seq += fr_run_round(r, seq, head, &ticket);
-	}
-	return NULL;
-}
 
 static int fk_kernel_start(struct gpu_buf *b, void *stream, void *mod,
 			   uint64_t ring, uint64_t host, uint64_t dev)
 {
-	pthread_t *prev = NULL;
-
-	fr.starts++;
 	if (mod != &fr || ring != RING_DEV || host != HOST_DEV ||
 	    dev != fk.dev_base || !fr.r)
 		fr.bad++;
-	if (fr.never_start)
-		return 0;
-	fr.b = b;
-	fr.stream = stream;
-	if (fr.have_th) {
-		prev = malloc(sizeof(*prev));
-		*prev = fr.th;
-	}
-	fr.have_th = !pthread_create(&fr.th, NULL, fr_kernel, prev);
-	return fr.have_th ? 0 : -EAGAIN;
-}
-
-/* A wait for the kernel's stream: for every start so far to have left. */
-static void fr_join(void *stream)
-{
-	if (!fr.have_th || stream != fr.stream)
-		return;
-	pthread_join(fr.th, NULL);
-	fr.have_th = false;
+	fr.host = b->host;
+	fr.dev = fk.dev;
+	return fr_start(stream);
 }
 
 static int fk_kernel_load(struct gpu_buf *b, const char *ptx,
@@ -877,12 +719,9 @@ static void fake_rrt_init(void)
 	fake_rrt.kernel_start = fk_kernel_start;
 }
 
-static void fr_reset(long delay_us, uint64_t idle_ns)
+static void resident_reset(long delay_us, uint64_t idle_ns)
 {
-	fr.starts = fr.passes = fr.rounds = fr.bad = fr.most_posted = 0;
-	fr.never_start = false;
-	fr.delay_us = delay_us;
-	fr.idle_ns = idle_ns;
+	fr_reset(delay_us, idle_ns);
 	fk.writes = fk.kernel_writes = 0;
 }
 
@@ -901,7 +740,7 @@ static void test_resident(void)
 	unsigned int i;
 	int ret;
 
-	fr_reset(20000, 1000000000);
+	resident_reset(20000, 1000000000);
 	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
 	CHECK(ret == 0 && s.kr.r && fr.starts == 1 && s.st.starts == 1,
 	      "a stream with the resident kernel, started once (%d, %u starts)",
@@ -963,7 +802,7 @@ static void test_resident_full(void)
 	uint8_t was[BLK];
 	int ret;
 
-	fr_reset(2000, 1000000000);
+	resident_reset(2000, 1000000000);
 	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 64);
 	CHECK(ret == 0 && s.kr.r, "stream with the resident kernel (%d)", ret);
 	if (ret)
@@ -1017,7 +856,7 @@ static void test_resident_restart(void)
 	uint64_t t;
 	int ret;
 
-	fr_reset(0, 1000000);
+	resident_reset(0, 1000000);
 	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
 	CHECK(ret == 0 && s.kr.r, "stream with the resident kernel (%d)", ret);
 	if (ret)
@@ -1033,7 +872,7 @@ static void test_resident_restart(void)
 	      fr.starts);
 	close_stream(&b, &s);
 
-	fr_reset(0, 1000000000);
+	resident_reset(0, 1000000000);
 	fr.never_start = true;
 	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
 	gpu_kcopy_describe(&s, &b, how, sizeof(how));
@@ -1045,7 +884,7 @@ static void test_resident_restart(void)
 	      same(&b, 0, BLK), "its copies went by launch (%u)", fk.launches);
 	close_stream(&b, &s);
 
-	fr_reset(0, 1000000000);
+	resident_reset(0, 1000000000);
 	memset(&b, 0, sizeof(b));
 	b.kernel_mode = GPU_KERNEL_LAUNCH;
 	ret = gpu_stream_init(&b, &s, &fake_rrt, fk.dev_base, 4);

@@ -412,12 +412,18 @@ static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
 static int spin_both(struct dbr_pipe *p, uint64_t ticket)
 {
 	uint64_t t0 = gpu_now_ns();
+	unsigned int polls;
 	int ret;
 
-	while (dbr_ring_inflight(p->ring)) {
+	for (polls = 1; dbr_ring_inflight(p->ring); polls++) {
 		ret = gpu_stream_poll(&p->stream, ticket);
 		if (ret)
 			return ret;
+		/* the ring's look is an enter (deferred task work) */
+		if (polls % GPU_POLL_LOOK_EVERY) {
+			gpu_pause();
+			continue;
+		}
 		if (dbr_ring_ready(p->ring))
 			return 1;
 		if (gpu_spin_over(t0, p->buf->spin_ns))

@@ -175,6 +175,22 @@ uint64_t gpu_now_ns(void);
 bool gpu_past_deadline(const struct gpu_buf *b);
 /* Sleep ns nanoseconds (under a second). */
 void gpu_nap(long ns);
+/*
+ * A poll loop for copies reads their host word each time round, and what
+ * costs more (the clock, a system call) only every this many times.
+ */
+#define GPU_POLL_LOOK_EVERY	16u
+
+/* A poll loop's pause: the CPU's spin-wait hint, where it has one. */
+static inline void gpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /* Has a wait that started spinning at t0 (gpu_now_ns) spun spin ns? */
 bool gpu_spin_over(uint64_t t0, long spin);
 

@@ -429,9 +429,17 @@ static int stream_send(struct gpu_buf *b, struct gpu_stream *s,
 	*signalled = false;
 	if (!s->nr_queued)
 		return 0;
+	/* posting to the resident kernel is stores to host memory, no call */
+	if (s->kr.r) {
+		ret = submit_kernel(b, s, ticket, signalled);
+		if (ret < 0 || !s->nr_queued) {
+			s->nr_queued = 0;
+			return ret;
+		}
+	}
 	t0 = gpu_now_ns();
 	ret = s->rt->enter(b);
-	if (!ret && s->kmod)
+	if (!ret && s->kmod && !s->kr.r)
 		ret = submit_kernel(b, s, ticket, signalled);
 	coalesce(s);
 	for (i = 0; !ret && i < s->nr_queued; i++) {
@@ -528,10 +536,15 @@ int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket)
 	ret = stream_send(b, s, t, &signalled);
 	if (ret < 0)
 		return ret;
-	t0 = gpu_now_ns();
-	ret = s->kr.r ? gpu_resident_fence(b, s, t, signalled) :
-			fence_stream(b, s, t, signalled);
-	s->st.call_ns += gpu_now_ns() - t0;
+	if (s->kr.r && !s->d_dirty) {
+		/* the ring alone: no runtime call to time */
+		ret = gpu_resident_fence(b, s, t, signalled);
+	} else {
+		t0 = gpu_now_ns();
+		ret = s->kr.r ? gpu_resident_fence(b, s, t, signalled) :
+				fence_stream(b, s, t, signalled);
+		s->st.call_ns += gpu_now_ns() - t0;
+	}
 	if (ret < 0)
 		return ret;
 	s->issued = t;
@@ -594,16 +607,6 @@ static int sleep_for(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticket)
 	return ret;
 }
 
-/* A poll loop's pause: the CPU's spin-wait hint, where it has one. */
-static inline void spin_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /*
  * With b->stop, or for the resident kernel (no runtime call waits for a
  * ring): poll instead of sleeping in the runtime (which no stop can wake).
@@ -621,16 +624,19 @@ static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 	struct gpu_buf *b = s->buf;
 	uint64_t t0 = gpu_now_ns(), yield = gpu_resident_yield_ns(s), now;
 	uint64_t yielded = t0;
+	unsigned int polls = 0;
 	int ret;
 
 	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
+		if (++polls % GPU_POLL_LOOK_EVERY) {
+			gpu_pause();
+			continue;
+		}
 		now = gpu_now_ns();
 		if (now - t0 < yield) {
 			if (now - yielded >= GPU_KRING_YIELD_EVERY_NS) {
 				sched_yield();
 				yielded = now;
-			} else {
-				spin_pause();
 			}
 			continue;
 		}
@@ -652,6 +658,7 @@ int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket)
 {
 	struct gpu_buf *b = s->buf;
 	uint64_t t0 = gpu_now_ns();
+	unsigned int polls = 0;
 	int ret;
 
 	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
@@ -660,6 +667,10 @@ int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket)
 			if (gpu_past_deadline(b))
 				return -ETIMEDOUT;
 			gpu_nap(50000);
+			continue;
+		}
+		if (b->spin_ns && ++polls % GPU_POLL_LOOK_EVERY) {
+			gpu_pause();
 			continue;
 		}
 		if (gpu_spin_over(t0, b->spin_ns))

@@ -463,21 +463,17 @@ static void fail_fenced(struct dbr_pipe *p, uint64_t ticket, int err)
 }
 
 /*
- * Block for progress. With ring I/O out, never on the copy alone: spin on
- * both a while, then sleep on the ring for as long again, and let the caller
- * look at both once more, so that reads finishing meanwhile start their
- * copies without waiting for this one. With no ring I/O, on the oldest copy
- * (its stream finishes in order); with no copy, on the ring.
+ * Block for the copies of fence 'ticket'. With ring I/O out, never on the
+ * copy alone: spin on both a while, then sleep on the ring for as long
+ * again, and let the caller look at both once more, so that reads finishing
+ * meanwhile start their copies without waiting for this one. With no ring
+ * I/O, on the oldest copy (its stream finishes in order).
  */
-static int wait_progress(struct dbr_pipe *p)
+static int wait_copies(struct dbr_pipe *p, uint64_t ticket)
 {
-	uint64_t ticket = wait_ticket(p);
-	bool ring_busy = dbr_ring_inflight(p->ring);
 	long spin = p->buf->spin_ns;
 	int ret;
 
-	if (!ticket)
-		return dbr_ring_submit(p->ring, ring_busy ? 1 : 0);
 	ret = dbr_ring_submit(p->ring, 0);
 	if (ret < 0)
 		return ret;
@@ -490,6 +486,24 @@ static int wait_progress(struct dbr_pipe *p)
 	if (ret < 0)
 		fail_fenced(p, ticket, ret);
 	return 0;
+}
+
+/*
+ * Block for progress: on the oldest copy a queue head waits on (the time
+ * counted: what copies cost the caller in waiting), or with no copy, on
+ * the ring.
+ */
+static int wait_progress(struct dbr_pipe *p)
+{
+	uint64_t ticket = wait_ticket(p), t0;
+	int ret;
+
+	if (!ticket)
+		return dbr_ring_submit(p->ring, dbr_ring_inflight(p->ring) ? 1 : 0);
+	t0 = gpu_now_ns();
+	ret = wait_copies(p, ticket);
+	p->st.wait_ns += gpu_now_ns() - t0;
+	return ret;
 }
 
 /* A wait that ended early (timeout, signal) is no error: loop again. */

@@ -83,6 +83,7 @@ struct dbr_pipe_stats {
 	unsigned long copy_errors;	/* I/O failed by a copy */
 	unsigned long copied;		/* I/O whose copies completed */
 	uint64_t copy_ns;	/* their time from queueing to seen done */
+	uint64_t wait_ns;	/* time the caller spent blocked on copies */
 };
 
 struct dbr_pipe {

@@ -170,12 +170,13 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 
 	if (!dd->sess.opened || (!ring->reissues && !cs->copies))
 		return;
-	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy), %lu kernel launches and %lu passes to the resident kernel (%lu starts), copies done %.1f us after queueing (mean), %lu fences (%lu by the copy kernel, %lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
+	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy), %lu kernel launches and %lu passes to the resident kernel (%lu starts), copies done %.1f us after queueing (mean), %.2f us waited on copies per copied I/O, %lu fences (%lu by the copy kernel, %lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
 		 td->o.name, td->subjob_number, ring->reissues,
 		 ring->reissues == 1 ? "" : "s", cs->copies, cs->calls,
 		 cs->merged, per_unit_us(cs->call_ns, cs->copies), cs->launches,
 		 cs->passes, cs->starts,
-		 per_unit_us(ps->copy_ns, ps->copied), cs->fences,
+		 per_unit_us(ps->copy_ns, ps->copied),
+		 per_unit_us(ps->wait_ns, ps->copied), cs->fences,
 		 cs->kernel_fences, cs->queries, cs->waits, ps->held_back,
 		 ps->copy_errors);
 }

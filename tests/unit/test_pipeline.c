@@ -735,8 +735,9 @@ static void run_pass_rule(enum dbr_op op)
 	for (i = 0; i + 1 < full; i++)
 		queue_committed(&j, op, i);
 	n = dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
-	CHECK(n == 0 && j.s.pipe.st.copy_passes == 0 && stream_copies(&j.s.pipe) == 0,
-	      "%s: %u committed and a reap that need not wait: no copy sent (%lu passes)",
+	CHECK(n == 0 && j.s.pipe.st.copy_passes == 0 && stream_copies(&j.s.pipe) == 0 &&
+	      !j.s.pipe.st.wait_ns,
+	      "%s: %u committed and a reap that need not wait: no copy sent (%lu passes), no time waited",
 	      what, full - 1, j.s.pipe.st.copy_passes);
 	queue_committed(&j, op, i++);
 	if (op == DBR_OP_READ)
@@ -746,9 +747,11 @@ static void run_pass_rule(enum dbr_op op)
 	      what, full, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
 	queue_committed(&j, op, i++);
 	collect(&j, 1);
-	CHECK(j.s.pipe.st.copy_passes == 2 && stream_copies(&j.s.pipe) == full + 1,
-	      "%s: one more, then a reap that must wait: sent before the wait (%lu passes, %lu copies)",
-	      what, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
+	CHECK(j.s.pipe.st.copy_passes == 2 && stream_copies(&j.s.pipe) == full + 1 &&
+	      j.s.pipe.st.wait_ns > 0,
+	      "%s: one more, then a reap that must wait: sent before the wait (%lu passes, %lu copies), the wait counted (%llu ns)",
+	      what, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe),
+	      (unsigned long long)j.s.pipe.st.wait_ns);
 	drain_job(&j);
 	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
 	      j.came_back == full + 1 && !j.with_copy_pending,

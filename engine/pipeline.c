@@ -217,17 +217,20 @@ static void run_pass(struct dbr_pipe *p)
 	p->st.copy_passes += !ret;
 	p->nr_pass = 0;
 	p->pass_bytes = 0;
+	p->pass_max = 0;
 }
 
 /*
  * The open pass gathers the copies of every I/O that needs one, writes as
- * they are queued and reads as the ring finishes them. It goes to the
- * runtime when it is full (add_to_pass) or when the engine is about to wait
- * (dbr_pipe_getevents_copies), never otherwise: fio queues io_us one at a
- * time and then reaps, and always reaps before it sleeps (thinktime, rate)
- * or ends. While earlier passes still hand back I/O the open one grows, so
- * passes settle at full size, two in flight at the usual depths: one runs
- * while fio works on what the other handed back.
+ * they are queued and reads as the ring finishes them (a commit's submit
+ * reaps too: its enter asks for completions). Where a pass costs runtime
+ * calls it goes when it is full (add_to_pass) or when the engine is about
+ * to wait (dbr_pipe_getevents_copies), never otherwise: fio queues io_us
+ * one at a time and then reaps, and always reaps before it sleeps
+ * (thinktime, rate) or ends. While earlier passes still hand back I/O the
+ * open one grows, so passes settle at full size, two in flight at the usual
+ * depths: one runs while fio works on what the other handed back. Where it
+ * costs none (flush_if_free) it goes as soon as it has copies.
  */
 static bool pass_full(const struct dbr_pipe *p)
 {
@@ -238,6 +241,8 @@ static void add_to_pass(struct dbr_pipe *p, struct dbr_pio *io)
 {
 	p->pass[p->nr_pass++] = io;
 	p->pass_bytes += io->req.len;
+	if (io->req.len > p->pass_max)
+		p->pass_max = io->req.len;
 	if (pass_full(p))
 		run_pass(p);
 }
@@ -245,6 +250,20 @@ static void add_to_pass(struct dbr_pipe *p, struct dbr_pio *io)
 static void flush_pass(struct dbr_pipe *p)
 {
 	if (p->nr_pass)
+		run_pass(p);
+}
+
+/*
+ * The open pass goes at once where sending it costs no runtime call and no
+ * wait (gpu_stream_posts_free: the resident kernel, a ring slot free): its
+ * copies then start as soon as the ring has finished the reads, while fio
+ * goes on queueing, instead of when the engine next runs out of finished
+ * I/O. Nothing is lost by small passes there: the kernel takes every pass
+ * posted as one round. With every slot in flight the pass grows instead.
+ */
+static void flush_if_free(struct dbr_pipe *p)
+{
+	if (p->nr_pass && gpu_stream_posts_free(&p->stream, p->pass_max))
 		run_pass(p);
 }
 
@@ -340,10 +359,6 @@ int dbr_pipe_commit_copies(struct dbr_pipe *p)
 	return 0;
 }
 
-int dbr_pipe_submit(struct dbr_pipe *p)
-{
-	return dbr_ring_submit(p->ring, 0);
-}
 
 static void set_result(struct dbr_pio *io)
 {
@@ -380,6 +395,25 @@ static void reap_ring(struct dbr_pipe *p)
 		for (i = 0; i < n; i++)
 			finish_ring_io(p, done[i]->owner);
 	} while (n == 64);
+	flush_if_free(p);
+}
+
+/*
+ * With copies, what the submit's enter found finished (it asks for the
+ * completions too) starts its copies now; writes queued since the last
+ * pass start theirs.
+ */
+int dbr_pipe_submit(struct dbr_pipe *p)
+{
+	int ret = dbr_ring_submit(p->ring, 0);
+
+	if (ret < 0 || !p->copies || !p->stream_live)
+		return ret;
+	if (dbr_ring_inflight(p->ring))
+		reap_ring(p);
+	else
+		flush_if_free(p);
+	return ret;
 }
 
 static void advance_post(struct dbr_pipe *p)

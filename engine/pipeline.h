@@ -22,7 +22,8 @@
  * I/O that needs one, writes as fio queues them and reads as the ring
  * finishes them, and goes to the runtime when it is full (half the depth, or
  * DBR_FENCE_BYTES) or when the engine is about to wait: so passes grow to
- * full size whatever fio's batching options (see add_to_pass).
+ * full size whatever fio's batching options (see add_to_pass). Where sending
+ * a pass costs no runtime call (the resident copy kernel) it goes at once.
  * A pass queues its copies in rounds (an I/O's second copy touches the bytes
  * of its first, so it goes in the next batch), and one fence covers up to
  * DBR_FENCE_BYTES of them.
@@ -99,6 +100,7 @@ struct dbr_pipe {
 	struct dbr_pio **pass;	/* the open copy pass: I/O whose copies wait */
 	unsigned int nr_pass, depth;
 	size_t pass_bytes;	/* what the open pass moves */
+	size_t pass_max;	/* its largest I/O */
 	unsigned int full_pass;	/* I/O that make a pass go at once */
 	struct dbr_pipe_stats st;
 	struct gpu_stream stream;	/* the buffer's copies, if it has any */

@@ -466,6 +466,13 @@ int gpu_stream_submit(struct gpu_stream *s)
 	return ret;
 }
 
+bool gpu_stream_posts_free(const struct gpu_stream *s, size_t len)
+{
+	struct gpu_copy c = { .off = 0, .len = len };
+
+	return s->kr.r && gpu_kcopy_takes(s->mode, &c) && gpu_kring_room(&s->kr);
+}
+
 enum gpu_copy_mode gpu_stream_copy_mode(const struct gpu_stream *s,
 					const char **why)
 {

@@ -191,6 +191,14 @@ int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket);
 int gpu_stream_drain(struct gpu_stream *s);
 
 /*
+ * Would a pass of copies of up to len bytes each go to the GPU now for a
+ * few stores to host memory, with no runtime call and no wait: the
+ * resident kernel takes copies that size and its ring has a slot free.
+ * Then there is no reason to hold copies back to gather a larger pass.
+ */
+bool gpu_stream_posts_free(const struct gpu_stream *s, size_t len);
+
+/*
  * How the stream copies: the buffer's copy_mode, or GPU_COPY_DMA where the
  * copy kernel could not be had; then *why is the runtime's reason, "" where
  * the runtime has no copy kernel.

@@ -29,8 +29,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_kring.h"
 #include "pipeline.h"
 #include "session.h"
+#include "kring.h"
 #include "stream.h"
 
 #define DEPTH		8
@@ -151,8 +153,11 @@ static int fk_enter(struct gpu_buf *b)
 
 static int fk_stream_create(struct gpu_buf *b, void **stream)
 {
+	static int streams[64];
+	static unsigned int made;
+
 	(void)b;
-	*stream = &fk;
+	*stream = &streams[made++ % 64];
 	return 0;
 }
 
@@ -163,7 +168,7 @@ static int fk_stream_sync(struct gpu_buf *b, void *stream)
 	uint64_t t;
 
 	(void)b;
-	(void)stream;
+	fr_join(stream);	/* the resident kernel's stream: it has left */
 	for (i = 0; i < fk.nr; i++)
 		if (!fk.c[i].done && !fk.c[i].fence)
 			fk.c[i].fence = fk.fences + 1;	/* runs all the same */
@@ -318,6 +323,125 @@ static const struct gpu_provider fake_provider = {
 	.rt	= &fake_rt,
 };
 
+/*
+ * The same runtime with the resident copy kernel under it (fake_kring.h):
+ * copies it takes (small ones) go through its ring, slow when fr.delay_us
+ * says so; the rest stay the copy calls' above.
+ */
+#define FAKE_HOST_DEV	0x7e0000000000ull	/* the shadow's device address */
+#define FAKE_RING_DEV	0x7d0000000000ull
+
+static uint64_t *fk_word;	/* the stream's host word */
+
+static int fk_map_host(struct gpu_buf *b, void *host, size_t len,
+		       uint64_t *dev_addr)
+{
+	(void)b;
+	if (len == gpu_kring_size()) {
+		fr.r = host;
+		*dev_addr = FAKE_RING_DEV;
+	} else {
+		fk_word = host;
+		*dev_addr = FAKE_RING_DEV + gpu_kring_size();
+	}
+	return 0;
+}
+
+static void fk_unmap_host(void *host)
+{
+	if (host == fr.r)
+		fr.r = NULL;
+	else
+		fk_word = NULL;
+}
+
+/* In stream order: after every copy call sent so far. */
+static int fk_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
+			  uint64_t value)
+{
+	fk_stream_sync(b, stream);
+	if (!fk_word || dev_addr != FAKE_RING_DEV + gpu_kring_size())
+		return -EINVAL;
+	__atomic_store_n(fk_word, value, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int fk_host_dev_addr(struct gpu_buf *b, void *host, uint64_t *dev)
+{
+	(void)b;
+	(void)host;
+	*dev = FAKE_HOST_DEV;
+	return 0;
+}
+
+static int fk_kernel_load(struct gpu_buf *b, const char *ptx,
+			  const char *entry, void **mod)
+{
+	(void)b;
+	if (!strcmp(entry, "dbr_kring"))
+		return fr_load(ptx, mod);
+	if (strcmp(entry, "dbr_kcopy") || !strstr(ptx, ".entry dbr_kcopy("))
+		return -ENOENT;
+	*mod = &fk;
+	return 0;
+}
+
+static void fk_kernel_unload(void *mod)
+{
+	(void)mod;
+}
+
+/* launches per pass are not what these runs are about */
+static int fk_kernel_launch(struct gpu_buf *b, void *stream, void *mod,
+			    const struct gpu_klaunch *l)
+{
+	(void)stream;
+	(void)mod;
+	(void)l;
+	snprintf(b->why, sizeof(b->why), "fake: no launches");
+	return -EIO;
+}
+
+static int fk_kernel_start(struct gpu_buf *b, void *stream, void *mod,
+			   uint64_t ring, uint64_t host, uint64_t dev)
+{
+	if (mod != &fr || ring != FAKE_RING_DEV || host != FAKE_HOST_DEV ||
+	    dev != FAKE_BASE || !fr.r)
+		fr.bad++;
+	fr.host = b->host;
+	fr.dev = fk.dev;
+	return fr_start(stream);
+}
+
+static const struct gpu_runtime fake_rrt = {
+	.enter		= fk_enter,
+	.stream_create	= fk_stream_create,
+	.stream_sync	= fk_stream_sync,
+	.stream_destroy	= fk_stream_destroy,
+	.event_create	= fk_event_create,
+	.event_destroy	= fk_event_destroy,
+	.event_record	= fk_event_record,
+	.event_query	= fk_event_query,
+	.event_sync	= fk_event_sync,
+	.copy		= fk_copy,
+	.copy_batch	= fk_copy_batch,
+	.map_host	= fk_map_host,
+	.unmap_host	= fk_unmap_host,
+	.write_value	= fk_write_value,
+	.host_dev_addr	= fk_host_dev_addr,
+	.kernel_load	= fk_kernel_load,
+	.kernel_unload	= fk_kernel_unload,
+	.kernel_launch	= fk_kernel_launch,
+	.kernel_start	= fk_kernel_start,
+};
+
+static const struct gpu_provider fake_resident_provider = {
+	.name	= "fake",
+	.alloc	= fake_alloc,
+	.free	= fake_free,
+	.rt	= &fake_rrt,
+};
+
 /* copies the pipeline asked the stream for (neighbours fold before the runtime) */
 static unsigned long stream_copies(const struct dbr_pipe *p)
 {
@@ -357,7 +481,8 @@ static void on_ring_queue(void *arg, const struct dbr_req *req)
 }
 
 /* The job's session as the engine sets one up: ring, buffer, pipeline, host slot. */
-static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
+static void job_init_on(struct job *j, const struct gpu_provider *prov,
+			int mode, bool sync, unsigned int seed)
 {
 	struct dbr_sess_cfg c = {
 		.ring = {
@@ -380,7 +505,7 @@ static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
 	CHECK(j->fd >= 0 && ftruncate(j->fd, NR_BLOCKS * BS) == 0,
 	      "scratch file");
 	dbr_sess_init(&j->s);
-	gpu_buf_init(&j->s.buf, &fake_provider, 0, 0);
+	gpu_buf_init(&j->s.buf, prov, 0, 0);
 	fk.buf = &j->s.buf;
 	ret = dbr_sess_open(&j->s, &c, &step);
 	if (!ret)
@@ -393,6 +518,11 @@ static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
 		exit(check_done("test_pipeline"));
 	j->s.ring.on_queue = on_ring_queue;
 	j->s.ring.on_queue_arg = j;
+}
+
+static void job_init(struct job *j, int mode, bool sync, unsigned int seed)
+{
+	job_init_on(j, &fake_provider, mode, sync, seed);
 }
 
 static void job_exit(struct job *j)
@@ -801,6 +931,71 @@ static void run_pass_growth(const char *name, int mode, enum dbr_op op)
 	job_exit(&j);
 }
 
+/*
+ * With the resident kernel (slow: 2 ms a round), where a pass costs no
+ * runtime call: reads the ring has finished go to it when the engine first
+ * sees them, at a commit's submit or a reap that need not wait, where the
+ * copy calls' passes wait to fill (run_pass_rule); writes' copies go at
+ * their commit. Then fio's default batching, a commit per I/O and a collect
+ * of one, writes every block from "GPU memory" and reads it back there in
+ * another order: bytes where they belong (a write that reached the ring
+ * before its copy, or a read back before its copy, would show), ring order
+ * queue order, each I/O back once, the ring never over-full.
+ */
+static void run_resident(void)
+{
+	struct dbr_pio *done[DEPTH];
+	const struct gpu_stream_stats *cs;
+	unsigned int b, i, full, spins;
+	struct job j;
+	int slot;
+
+	fr_reset(2000, 1000000000);
+	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 17);
+	cs = dbr_pipe_copy_stats(&j.s.pipe);
+	CHECK(j.s.pipe.stream.kr.r && fr.starts == 1,
+	      "resident: the stream runs the resident kernel (%u starts)", fr.starts);
+	full = j.s.pipe.full_pass;
+	for (b = 0; b + 1 < full; b++)
+		queue_committed(&j, DBR_OP_READ, b);
+	for (spins = 0; j.s.ring.inflight && spins < 100000; spins++)
+		dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	CHECK(!j.s.ring.inflight && cs->passes >= 1 && stream_copies(&j.s.pipe) == full - 1,
+	      "resident: %u reads off the ring, reaps that need not wait: their %lu copies already posted in %lu passes",
+	      full - 1, stream_copies(&j.s.pipe), cs->passes);
+	drain_job(&j);
+	CHECK(j.came_back == full - 1 && !j.errors, "resident: and back (%lu)",
+	      j.came_back);
+	j.came_back = 0;
+	for (b = 0; b < NR_BLOCKS; b++) {
+		while ((slot = free_slot(&j)) < 0)
+			collect(&j, 1);
+		for (i = 0; i < BS; i++) {
+			fk.dev[(size_t)slot * BS + i] = pattern(b, i);
+			((unsigned char *)j.s.buf.host)[(size_t)slot * BS + i] = 0xee;
+		}
+		queue_committed(&j, DBR_OP_WRITE, b);
+	}
+	drain_job(&j);
+	j.check_reads = true;
+	for (b = 0; b < NR_BLOCKS; b++) {
+		while (free_slot(&j) < 0)
+			collect(&j, 1);
+		queue_committed(&j, DBR_OP_READ, (b * 37) % NR_BLOCKS);
+	}
+	drain_job(&j);
+	CHECK(!j.out_of_order && j.came_back == 2 * NR_BLOCKS && !j.twice &&
+	      !j.bad_bytes && !j.errors,
+	      "resident: %lu I/O back once (%lu twice) in queue order, %lu bad bytes, %lu errors",
+	      j.came_back, j.twice, j.bad_bytes, j.errors);
+	CHECK(!fr.bad && fr.most_posted <= GPU_KRING_SLOTS && cs->passes > 2 &&
+	      !fk.calls,
+	      "resident: %lu passes, at most %u posted at once, no copy call (%lu)",
+	      cs->passes, fr.most_posted, fk.calls);
+	job_exit(&j);
+	CHECK(!fr.have_th, "resident: the kernel left with the stream");
+}
+
 int main(void)
 {
 	int before = count_fds();
@@ -819,6 +1014,7 @@ int main(void)
 	run_pass_rule(DBR_OP_READ);
 	run_pass_growth("reads, slow copies", FAKE_STUCK, DBR_OP_READ);
 	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
+	run_resident();
 	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",
 	      before, count_fds());
 	return check_done("test_pipeline");

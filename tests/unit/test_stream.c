@@ -748,6 +748,8 @@ static void test_resident(void)
 	if (ret)
 		return;
 	fk.writes = 0;	/* the stream tried its stream write once */
+	CHECK(gpu_stream_posts_free(&s, BLK) && !gpu_stream_posts_free(&s, 16 * BLK),
+	      "a pass of 4 KiB copies posts free, one of 64 KiB goes to the copy calls");
 	gpu_kcopy_describe(&s, &b, how, sizeof(how));
 	CHECK(!strcmp(how, "copy kernel (resident) under 64 KiB, DMA from 64 KiB"),
 	      "the job's line: %s", how);
@@ -834,6 +836,8 @@ static void test_resident_full(void)
 		gpu_stream_copy(&s, GPU_H2D, (40 + i) * BLK, BLK);
 		gpu_stream_submit(&s);
 	}
+	CHECK(!gpu_stream_posts_free(&s, BLK),
+	      "every slot in flight: a pass does not post free");
 	ret = gpu_stream_fence(&s, &t);
 	if (!ret)
 		ret = gpu_stream_wait(&s, t);
@@ -888,8 +892,8 @@ static void test_resident_restart(void)
 	memset(&b, 0, sizeof(b));
 	b.kernel_mode = GPU_KERNEL_LAUNCH;
 	ret = gpu_stream_init(&b, &s, &fake_rrt, fk.dev_base, 4);
-	CHECK(ret == 0 && !s.kr.r && !fr.starts,
-	      "gpu_kernel=launch: no resident kernel");
+	CHECK(ret == 0 && !s.kr.r && !fr.starts && !gpu_stream_posts_free(&s, BLK),
+	      "gpu_kernel=launch: no resident kernel, no pass posts free");
 	if (!ret)
 		gpu_stream_exit(&b, &s);
 }

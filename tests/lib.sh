@@ -202,7 +202,8 @@ scratch_file() { echo "$TMPD/${1:-data}.bin"; }
 
 # use_zram SIZE: ZRAM=/dev/zram0 set to SIZE, where the kernel has zram and
 # nobody uses it (disksize 0), reset at exit; else ZRAM is empty. A block
-# device whose O_DIRECT I/O completes inline, in the submitting thread.
+# device as fast as memory (io_uring hands its I/O to io-wq workers, as it
+# does a tmpfs file's).
 use_zram() {
 	local z=/sys/block/zram0
 	ZRAM=

@@ -9,8 +9,8 @@
 
 use_hip_double
 
-# the fastest target here: zram (inline completions, as an NVMe drive's come
-# fast), else a file in memory
+# the fastest target here: zram (memory-fast completions, as an NVMe drive's
+# come fast), else a file in memory
 if use_zram 64M; then
 	target=$ZRAM
 	run_ok fill --name=fill --filename="$target" --bs=1m --rw=write \

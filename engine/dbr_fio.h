@@ -142,6 +142,8 @@ void dbr_say_stop(struct thread_data *td, struct dbr_data *dd);
 
 /* What the thread's copies and the ring did, in one line (when any). */
 void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);
+/* What the resident kernel's diagnostic build counted (when it ran). */
+void dbr_say_kernel_rounds(struct thread_data *td, struct dbr_data *dd);
 
 /*
  * The thread's results into the run's table and gpu_stats_file (dd NULL:

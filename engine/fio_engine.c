@@ -761,6 +761,7 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 		return;
 	dd->ended = true;
 	dbr_say_counts(td, dd);
+	dbr_say_kernel_rounds(td, dd);
 	dbr_end_results(td, dd);
 	if (dd->stats_fd >= 0)
 		close(dd->stats_fd);

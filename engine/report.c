@@ -181,6 +181,27 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		 ps->copy_errors);
 }
 
+/*
+ * What the resident kernel's diagnostic build (DBR_KRING_PTX, gpu-proof
+ * rounds) counted: its rounds and where a round's time went, by the GPU's
+ * clock. Nothing from the plain kernel.
+ */
+void dbr_say_kernel_rounds(struct thread_data *td, struct dbr_data *dd)
+{
+	const uint64_t *k = dbr_copy_stats(dd)->kstat;
+	unsigned long n = (unsigned long)k[GPU_KSTAT_ROUNDS];
+
+	if (!n)
+		return;
+	dbr_info("%s thread %u: resident kernel (diagnostic build): %lu rounds of %.2f passes and %.2f copies; a round read its passes in %.2f us, copied in %.2f us, fenced and told the host in %.2f us; %.2f us waiting for passes between rounds",
+		 td->o.name, td->subjob_number, n,
+		 (double)k[GPU_KSTAT_PASSES] / n, (double)k[GPU_KSTAT_DESCS] / n,
+		 per_unit_us(k[GPU_KSTAT_READ_NS], n),
+		 per_unit_us(k[GPU_KSTAT_COPY_NS], n),
+		 per_unit_us(k[GPU_KSTAT_FENCE_NS], n),
+		 per_unit_us(k[GPU_KSTAT_WAIT_NS], n));
+}
+
 /* r's GPU: the provider's name, the device and its PCI address */
 static void dbr_result_of_gpu(struct dbr_result *r,
 			      const struct gpu_provider *p, int dev)

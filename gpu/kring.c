@@ -9,7 +9,13 @@
  * kernel writes (tail, ticket) is read with acquire semantics, so the
  * bytes it stored before them (fenced at system scope) are seen too.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "kring.h"
@@ -17,13 +23,54 @@
 #include "stream.h"
 
 _Static_assert(offsetof(struct gpu_kring, tail) == 128 &&
+	       offsetof(struct gpu_kring, stats) == 160 &&
 	       offsetof(struct gpu_kring, slot) == 256 &&
 	       sizeof(struct gpu_kpass) == 16 + 8 * GPU_KCOPY_MAX,
 	       "struct gpu_kring is struct kring in kring.cu");
 
-const char *gpu_kring_ptx(void)
+static struct {
+	pthread_once_t once;
+	const char *text;	/* what gpu_kring_ptx hands out */
+	int err;		/* why DBR_KRING_PTX's file could not be read */
+} kring_src = { .once = PTHREAD_ONCE_INIT };
+
+/* $DBR_KRING_PTX's file, kept for the process: modules are made from it */
+static void kring_src_read(void)
 {
-	return gpu_kring_ptx_text;
+	const char *path = getenv("DBR_KRING_PTX");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	kring_src.text = gpu_kring_ptx_text;
+	if (!path || !*path)
+		return;
+	f = fopen(path, "re");
+	if (!f) {
+		kring_src.err = errno;
+		kring_src.text = NULL;
+		return;
+	}
+	kring_src.err = getdelim(&text, &len, '\0', f) < 0 ? EIO : 0;
+	if (!kring_src.err && !strstr(text, ".entry dbr_kring("))
+		kring_src.err = ENOEXEC;
+	fclose(f);
+	if (kring_src.err) {
+		free(text);
+		kring_src.text = NULL;
+		return;
+	}
+	kring_src.text = text;
+}
+
+const char *gpu_kring_ptx(char *why, size_t len)
+{
+	pthread_once(&kring_src.once, kring_src_read);
+	if (!kring_src.text)
+		snprintf(why, len, "DBR_KRING_PTX=%s: %s", getenv("DBR_KRING_PTX"),
+			 kring_src.err == ENOEXEC ? "no dbr_kring entry in it" :
+			 strerror(kring_src.err));
+	return kring_src.text;
 }
 
 size_t gpu_kring_size(void)

@@ -42,7 +42,8 @@ struct kpass {
 /* struct gpu_kring in kring.h */
 struct kring {
 	uint64_t head, stop, pad0[14];			/* host writes */
-	uint64_t tail, ticket, running, starts, pad1[12];	/* device writes */
+	uint64_t tail, ticket, running, starts;		/* device writes */
+	uint64_t stats[8], pad1[4];			/* GPU_KSTAT_* */
 	struct kpass slot[KRING_SLOTS];
 };
 
@@ -228,29 +229,86 @@ static __device__ void read_round(struct kring *r, struct round *w,
  * pay for every pass; copies of one pass never overlap, and the host marks
  * a pass whose copies may overlap an earlier one's (KPASS_ORDERED).
  */
+/*
+ * Built with -DDBR_KRING_STATS (gpu/kring-ptx --stats, loaded through
+ * $DBR_KRING_PTX), thread 0 sums what each round's phases took by the GPU's
+ * clock and adds the sums to the ring's stats words when the kernel leaves
+ * (GPU_KSTAT_* in kring.h): a diagnostic build, since the clock reads and
+ * the stores are work the plain kernel does not do.
+ */
+#ifdef DBR_KRING_STATS
+#define KSTAT_WORDS	8
+struct kstat {
+	uint64_t v[KSTAT_WORDS], mark;
+};
+
+static __device__ void kstat_begin(struct kring *r, struct kstat *k)
+{
+	for (int i = 0; i < KSTAT_WORDS; i++)
+		k->v[i] = __ldcv(&r->stats[i]);
+	k->mark = now_ns();
+}
+
+/* the time since the last mark into word i */
+static __device__ void kstat_lap(struct kstat *k, int i)
+{
+	uint64_t t = now_ns();
+
+	k->v[i] += t - k->mark;
+	k->mark = t;
+}
+
+static __device__ void kstat_round(struct kstat *k, const struct round *w)
+{
+	k->v[0]++;
+	k->v[1] += w->take;
+	for (uint32_t j = 0; j < w->take; j++)
+		k->v[2] += w->n[j];
+}
+
+static __device__ void kstat_end(struct kring *r, const struct kstat *k)
+{
+	for (int i = 0; i < KSTAT_WORDS; i++)
+		st_relaxed(&r->stats[i], k->v[i]);
+	__threadfence_system();
+}
+#define KSTAT(stmt)	do { if (threadIdx.x == 0) { stmt; } } while (0)
+#else
+#define KSTAT(stmt)	do { } while (0)
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 {
 	__shared__ struct round w;
 	uint64_t seq = __ldcv(&r->tail), ticket;
 	uint32_t j, c, base;
+#ifdef DBR_KRING_STATS
+	struct kstat ks;
+#endif
 
 	if (threadIdx.x == 0) {
 		st_relaxed(&r->starts, __ldcv(&r->starts) + 1);
 		st_relaxed(&r->running, 1);
 	}
+	KSTAT(kstat_begin(r, &ks));
 	for (;;) {
 		if (threadIdx.x == 0)
 			w.stop = wait_posted(r, seq, &w.head);
+		KSTAT(kstat_lap(&ks, 6));
 		__syncthreads();
-		if (w.stop)
+		if (w.stop) {
+			KSTAT(kstat_end(r, &ks));
 			return;
+		}
 		read_round(r, &w, seq);
+		KSTAT(kstat_lap(&ks, 3));
 		c = threadIdx.x / 32;
 		base = 0;
 		for (j = 0; j < w.take; j++)
 			copy_pass(w.d[j], w.n[j], host, dev, &c, &base);
 		__syncthreads();
+		KSTAT(kstat_lap(&ks, 4));
 		seq += w.take;
 		if (threadIdx.x == 0) {
 			for (ticket = 0, j = 0; j < w.take; j++)
@@ -260,5 +318,7 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 				st_relaxed(&r->ticket, ticket);
 			st_relaxed(&r->tail, seq);
 		}
+		KSTAT(kstat_lap(&ks, 5));
+		KSTAT(kstat_round(&ks, &w));
 	}
 }

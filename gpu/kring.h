@@ -65,6 +65,23 @@ struct gpu_kpass {
 };
 
 /*
+ * What the kernel's diagnostic build (kring.cu built with DBR_KRING_STATS:
+ * gpu/kring-ptx --stats, loaded through $DBR_KRING_PTX) adds up in the
+ * ring's stats words when it leaves: rounds, the passes and descriptors
+ * they took, and by the GPU's clock the time spent reading the rounds'
+ * passes, copying, fencing and telling the host, and waiting for passes.
+ */
+enum {
+	GPU_KSTAT_ROUNDS,
+	GPU_KSTAT_PASSES,
+	GPU_KSTAT_DESCS,
+	GPU_KSTAT_READ_NS,
+	GPU_KSTAT_COPY_NS,
+	GPU_KSTAT_FENCE_NS,
+	GPU_KSTAT_WAIT_NS,
+};
+
+/*
  * The ring, in page-locked host memory the device maps (struct kring in
  * kring.cu). The host writes head and stop, the device the words after
  * them, each side in a cache line of its own.
@@ -77,7 +94,8 @@ struct gpu_kring {
 	uint64_t ticket;	/* newest ticket done */
 	uint64_t running;	/* 1 from a start until the kernel leaves */
 	uint64_t starts;	/* times the kernel started */
-	uint64_t pad1[12];
+	uint64_t stats[GPU_KSTAT_WORDS];	/* the diagnostic build's */
+	uint64_t pad1[4];
 	struct gpu_kpass slot[GPU_KRING_SLOTS];
 };
 
@@ -92,8 +110,12 @@ struct gpu_kring_host {
 	bool order_next;	/* the next pass with copies is ordered */
 };
 
-/* The PTX text of dbr_kring (kring_ptx.h). */
-const char *gpu_kring_ptx(void);
+/*
+ * The PTX text of dbr_kring: kring_ptx.h's, or where $DBR_KRING_PTX names a
+ * file, that file's, read once for the process (the runtime keeps a module
+ * per text). NULL with *why set where that file cannot be read.
+ */
+const char *gpu_kring_ptx(char *why, size_t len);
 
 /* Bytes to map for a ring, a whole number of pages. */
 size_t gpu_kring_size(void);

@@ -44,6 +44,9 @@ struct gpu_provider;
 struct gpu_runtime;
 
 /* What a buffer's copy stream did, for the end-of-job report. */
+/* words of the resident kernel's diagnostic counts (kring.h) */
+#define GPU_KSTAT_WORDS		8
+
 struct gpu_stream_stats {
 	unsigned long copies;		/* single copies queued */
 	unsigned long calls;		/* runtime copy calls (batch or single) */
@@ -56,6 +59,9 @@ struct gpu_stream_stats {
 	unsigned long waits;		/* blocking waits for a fence */
 	unsigned long merged;		/* copies folded into a neighbour's */
 	uint64_t call_ns;		/* time in the runtime's copy and fence calls */
+	/* what the resident kernel's diagnostic build counted (GPU_KSTAT_*,
+	 * kring.h); zeros from the plain kernel */
+	uint64_t kstat[GPU_KSTAT_WORDS];
 };
 
 struct gpu_buf {

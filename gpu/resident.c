@@ -58,6 +58,7 @@ static int resident_start(struct gpu_buf *b, struct gpu_stream *s)
 void gpu_resident_setup(struct gpu_buf *b, struct gpu_stream *s)
 {
 	size_t len = gpu_kring_size();
+	const char *ptx;
 	uint64_t r_dev = 0;
 	void *r;
 	int ret;
@@ -72,8 +73,11 @@ void gpu_resident_setup(struct gpu_buf *b, struct gpu_stream *s)
 		return;
 	}
 	ret = s->rt->map_host(b, r, len, &r_dev);
+	ptx = ret ? NULL : gpu_kring_ptx(b->why, sizeof(b->why));
+	if (!ret && !ptx)
+		ret = -ENOENT;
 	if (!ret)
-		ret = s->rt->kernel_load(b, gpu_kring_ptx(), "dbr_kring", &s->rmod);
+		ret = s->rt->kernel_load(b, ptx, "dbr_kring", &s->rmod);
 	if (!ret)
 		ret = s->rt->stream_create(b, &s->kstream);
 	if (ret < 0)
@@ -207,6 +211,9 @@ uint64_t gpu_resident_yield_ns(const struct gpu_stream *s)
 
 void gpu_resident_free(struct gpu_stream *s)
 {
-	if (s->kr.r)
-		resident_free(s, s->kr.r, s->kr.r_dev);
+	if (!s->kr.r)
+		return;
+	/* the kernel has left: what a diagnostic build counted is final */
+	memcpy(s->st.kstat, s->kr.r->stats, sizeof(s->st.kstat));
+	resident_free(s, s->kr.r, s->kr.r_dev);
 }

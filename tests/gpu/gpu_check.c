@@ -476,6 +476,19 @@ static int parse(int argc, char **argv)
 	return 0;
 }
 
+/* gpu_check ptx [kring]: the copy kernel's PTX, or what the engine loads as the resident one */
+static int print_ptx(bool kring)
+{
+	char why[256];
+	const char *ptx = kring ? gpu_kring_ptx(why, sizeof(why)) : gpu_kcopy_ptx();
+
+	if (!ptx) {
+		fprintf(stderr, "gpu_check: %s\n", why);
+		return 1;
+	}
+	return fputs(ptx, stdout) < 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -483,8 +496,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return self_test();
 	if (!strcmp(argv[1], "ptx"))
-		return fputs(argc > 2 && !strcmp(argv[2], "kring") ?
-			     gpu_kring_ptx() : gpu_kcopy_ptx(), stdout) < 0;
+		return print_ptx(argc > 2 && !strcmp(argv[2], "kring"));
 	if (parse(argc, argv))
 		return 2;
 	return run_provider();

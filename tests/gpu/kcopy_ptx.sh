@@ -100,4 +100,21 @@ elif [ -x "$nvcc" ] && NVCC=$nvcc "$SRCDIR/gpu/kring-ptx" --stdout >"$TMPD/kring
 else
 	echo "# no nvcc beside ptxas: gpu/kring_ptx.h not compared with gpu/kring.cu"
 fi
+# the diagnostic build (gpu-proof rounds loads it through DBR_KRING_PTX):
+# the same entry, the GPU's clock read, and it assembles
+if [ -x "$nvcc" ] && NVCC=$nvcc "$SRCDIR/gpu/kring-ptx" --stats >"$TMPD/kring-stats.ptx" 2>"$TMPD/kring-stats.err"; then
+	if grep -q '^\.visible \.entry dbr_kring($' "$TMPD/kring-stats.ptx" &&
+		grep -q 'globaltimer' "$TMPD/kring-stats.ptx" &&
+		"$ptxas" -arch=sm_90 "$TMPD/kring-stats.ptx" -o "$TMPD/kring-stats.cubin" \
+			>"$TMPD/ptxas-kring-stats.out" 2>&1; then
+		pass "gpu/kring-ptx --stats: dbr_kring, timed by %globaltimer, assembles for sm_90"
+	else
+		fail "gpu/kring-ptx --stats: no entry, no clock read, or ptxas refused it"
+		sed 's/^/    /' "$TMPD/ptxas-kring-stats.out" 2>/dev/null
+	fi
+elif [ -x "$nvcc" ]; then
+	fail "gpu/kring-ptx --stats failed: $(head -3 "$TMPD/kring-stats.err")"
+else
+	echo "# no nvcc beside ptxas: the diagnostic build not made"
+fi
 finish

@@ -22,6 +22,7 @@
 #include "fake_kring.h"
 #include "kcopy.h"
 #include "kring.h"
+#include "kring_ptx.h"
 #include "provider.h"
 #include "stream.h"
 
@@ -898,12 +899,71 @@ static void test_resident_restart(void)
 		gpu_stream_exit(&b, &s);
 }
 
+/*
+ * What a diagnostic build of the kernel counts reaches the stream's
+ * statistics when the stream ends (the engine's rounds line reads them),
+ * and the kernel was loaded from $DBR_KRING_PTX's file (main set it).
+ */
+static void test_resident_stats(void)
+{
+	struct gpu_stream s;
+	struct gpu_buf b;
+	uint64_t t;
+	unsigned int i;
+	int ret;
+
+	resident_reset(0, 1000000000);
+	fr.stats = true;
+	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
+	CHECK(ret == 0 && s.kr.r && fr.ptx && strstr(fr.ptx, "dbr-test: from DBR_KRING_PTX"),
+	      "the resident kernel loaded from DBR_KRING_PTX's file (%d)", ret);
+	if (ret)
+		return;
+	for (i = 0; i < 3 && !ret; i++) {
+		gpu_stream_copy(&s, GPU_H2D, i * 4 * BLK, BLK);
+		gpu_stream_copy(&s, GPU_H2D, (i * 4 + 2) * BLK, BLK);
+		ret = gpu_stream_fence(&s, &t);
+		if (!ret)
+			ret = gpu_stream_wait(&s, t);
+	}
+	CHECK(ret == 0 && !s.st.kstat[GPU_KSTAT_ROUNDS], "nothing counted while it runs");
+	close_stream(&b, &s);
+	CHECK(s.st.kstat[GPU_KSTAT_ROUNDS] == fr.rounds && fr.rounds >= 1 &&
+	      s.st.kstat[GPU_KSTAT_PASSES] == fr.passes &&
+	      s.st.kstat[GPU_KSTAT_DESCS] == 6 &&
+	      s.st.kstat[GPU_KSTAT_READ_NS] == 1000 * fr.rounds,
+	      "its counts in the stream's statistics at the end: %llu rounds, %llu passes, %llu descriptors",
+	      (unsigned long long)s.st.kstat[GPU_KSTAT_ROUNDS],
+	      (unsigned long long)s.st.kstat[GPU_KSTAT_PASSES],
+	      (unsigned long long)s.st.kstat[GPU_KSTAT_DESCS]);
+}
+
+/*
+ * $DBR_KRING_PTX: a file with the built-in text and a mark of its own, set
+ * before any stream reads the text (it is read once for the process).
+ */
+static void use_kring_ptx_file(char *path)
+{
+	int fd = mkstemp(path);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+
+	CHECK(f != NULL, "a PTX file for DBR_KRING_PTX");
+	if (!f)
+		return;
+	fprintf(f, "// dbr-test: from DBR_KRING_PTX\n%s", gpu_kring_ptx_text);
+	fclose(f);
+	setenv("DBR_KRING_PTX", path, 1);
+}
+
 int main(void)
 {
 	int before = count_fds();
 
+	char ptx_path[] = "/tmp/dbr-kring-ptx.XXXXXX";
+
 	fake_krt_init();
 	fake_rrt_init();
+	use_kring_ptx_file(ptx_path);
 	test_merge();
 	test_kcopy_units();
 	test_kernel_auto();
@@ -914,6 +974,8 @@ int main(void)
 	test_resident();
 	test_resident_full();
 	test_resident_restart();
+	test_resident_stats();
+	unlink(ptx_path);
 	CHECK(count_fds() == before, "no descriptor left open");
 	return check_done("test_stream");
 }

@@ -384,14 +384,19 @@ static void finish_ring_io(struct dbr_pipe *p, struct dbr_pio *io)
 	add_to_pass(p, io);
 }
 
-/* Everything the ring has finished; reads' copies join the open pass. */
-static void reap_ring(struct dbr_pipe *p)
+/*
+ * Everything the ring has finished (enter: ask the kernel for completions
+ * it holds back first, where the CQ looks empty); reads' copies join the
+ * open pass.
+ */
+static void reap_ring(struct dbr_pipe *p, bool enter)
 {
 	struct dbr_req *done[64];
 	int n, i;
 
 	do {
-		n = dbr_ring_reap(p->ring, done, 64);
+		n = enter ? dbr_ring_reap(p->ring, done, 64) :
+			    dbr_ring_reap_cq(p->ring, done, 64);
 		for (i = 0; i < n; i++)
 			finish_ring_io(p, done[i]->owner);
 	} while (n == 64);
@@ -400,8 +405,8 @@ static void reap_ring(struct dbr_pipe *p)
 
 /*
  * With copies, what the submit's enter found finished (it asks for the
- * completions too) starts its copies now; writes queued since the last
- * pass start theirs.
+ * completions too, so the CQ holds them without another enter) starts its
+ * copies now; writes queued since the last pass start theirs.
  */
 int dbr_pipe_submit(struct dbr_pipe *p)
 {
@@ -410,7 +415,7 @@ int dbr_pipe_submit(struct dbr_pipe *p)
 	if (ret < 0 || !p->copies || !p->stream_live)
 		return ret;
 	if (dbr_ring_inflight(p->ring))
-		reap_ring(p);
+		reap_ring(p, false);
 	else
 		flush_if_free(p);
 	return ret;
@@ -620,7 +625,7 @@ int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
 		}
 		/* hand over what an earlier reap left before reaping more */
 		if (!p->ready.head)
-			reap_ring(p);
+			reap_ring(p, true);
 		advance_post(p);
 		n += collect(p, done + n, max - n);
 		if (n >= min || dbr_pipe_idle(p))

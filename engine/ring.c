@@ -393,12 +393,12 @@ static unsigned int pop_stash(struct dbr_ring *r, struct dbr_req **done,
 #define DBR_ENTER_TO_REAP	(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)
 
 static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
-			      unsigned int max)
+			      unsigned int max, bool flush)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int n = 0, head, seen = 0;
 
-	if ((r->setup_flags & DBR_ENTER_TO_REAP) && r->inflight &&
+	if (flush && (r->setup_flags & DBR_ENTER_TO_REAP) && r->inflight &&
 	    !io_uring_cq_ready(&r->ring))
 		io_uring_get_events(&r->ring);
 
@@ -448,7 +448,15 @@ int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max)
 {
 	unsigned int n = pop_stash(r, done, max);
 
-	return n + reap_cqes(r, done + n, max - n);
+	return n + reap_cqes(r, done + n, max - n, true);
+}
+
+int dbr_ring_reap_cq(struct dbr_ring *r, struct dbr_req **done,
+		     unsigned int max)
+{
+	unsigned int n = pop_stash(r, done, max);
+
+	return n + reap_cqes(r, done + n, max - n, false);
 }
 
 /* dbr_ring_next's out-of-line part: the stash, reissues, an empty CQ. */
@@ -465,7 +473,7 @@ struct dbr_req *dbr_ring_next_slow(struct dbr_ring *r, bool flush)
 	}
 	if (!flush && !io_uring_cq_ready(&r->ring))
 		return NULL;
-	return reap_cqes(r, &req, 1) ? req : NULL;
+	return reap_cqes(r, &req, 1, true) ? req : NULL;
 }
 
 /*
@@ -481,7 +489,7 @@ int dbr_ring_quiesce(struct dbr_ring *r)
 		ret = dbr_ring_submit(r, 1);
 		if (ret < 0)
 			return ret;
-		n = reap_cqes(r, done, 64);
+		n = reap_cqes(r, done, 64, true);
 		for (i = 0; i < n; i++) {
 			done[i]->next = NULL;
 			*r->stash_tail = done[i];

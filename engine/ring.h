@@ -104,6 +104,12 @@ int dbr_probe_p2p(void);
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr);
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
+/*
+ * The same without entering the kernel: what the CQ holds now (right after
+ * an enter that asked for completions, all there is to have).
+ */
+int dbr_ring_reap_cq(struct dbr_ring *r, struct dbr_req **done,
+		     unsigned int max);
 struct dbr_req *dbr_ring_next_slow(struct dbr_ring *r, bool flush);
 
 /* Fill sqe from req: the one translation, for queueing and for reissue. */

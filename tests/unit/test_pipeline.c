@@ -975,6 +975,12 @@ static void run_resident(void)
 			((unsigned char *)j.s.buf.host)[(size_t)slot * BS + i] = 0xee;
 		}
 		queue_committed(&j, DBR_OP_WRITE, b);
+		if (b % 3 == 2) {
+			while (free_slot(&j) < 0)
+				collect(&j, 1);
+			queue_committed(&j, DBR_OP_FSYNC, 0);
+			j.sync_ops++;
+		}
 	}
 	drain_job(&j);
 	j.check_reads = true;
@@ -984,10 +990,10 @@ static void run_resident(void)
 		queue_committed(&j, DBR_OP_READ, (b * 37) % NR_BLOCKS);
 	}
 	drain_job(&j);
-	CHECK(!j.out_of_order && j.came_back == 2 * NR_BLOCKS && !j.twice &&
-	      !j.bad_bytes && !j.errors,
-	      "resident: %lu I/O back once (%lu twice) in queue order, %lu bad bytes, %lu errors",
-	      j.came_back, j.twice, j.bad_bytes, j.errors);
+	CHECK(!j.out_of_order && j.came_back == 2 * NR_BLOCKS + j.sync_ops &&
+	      !j.twice && !j.bad_bytes && !j.errors,
+	      "resident: %lu I/O back once (%lu twice) in queue order, %lu fsyncs after their writes, %lu bad bytes, %lu errors",
+	      j.came_back, j.twice, j.sync_ops, j.bad_bytes, j.errors);
 	CHECK(!fr.bad && fr.most_posted <= GPU_KRING_SLOTS && cs->passes > 2 &&
 	      !fk.calls,
 	      "resident: %lu passes, at most %u posted at once, no copy call (%lu)",

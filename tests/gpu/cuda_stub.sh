@@ -86,22 +86,20 @@ LD_LIBRARY_PATH=$stub run_ok bounce-verify-through-stub --name=cuda --filename="
 	--verify=crc32c --verify_fatal=1 --direct=1 --thread
 
 # DBR_KRING_PTX (the resident kernel's diagnostic build, gpu-proof rounds)
-# naming a file that is not there: the job runs, launching the copy kernel
-# per pass, and its line says why
-want="resident kernel: DBR_KRING_PTX=$TMPD/none.ptx: No such file or directory"
-DBR_KRING_PTX=$TMPD/none.ptx LD_LIBRARY_PATH=$stub run_ok kring-ptx-missing \
-	--name=cuda --filename="$f" --size=4m --bs=4k --iodepth=8 --rw=randread \
-	--gpu=cuda --transfer=bounce --direct=1 --thread
-grep -qF "$want" "$TMPD/kring-ptx-missing.out" &&
-	pass "kring-ptx-missing: the job's line says '$want'" ||
-	{ fail "kring-ptx-missing: no '$want'"; grep -m3 'copy kernel' "$TMPD/kring-ptx-missing.out"; }
-# and a file that is not the kernel's PTX
+# naming a file that is not there, or one that is not the kernel's PTX: the
+# job runs, launching the copy kernel per pass, and its line says why
+# kring_ptx_case NAME FILE WHY
+kring_ptx_case() {
+	local want="resident kernel: DBR_KRING_PTX=$2: $3"
+
+	DBR_KRING_PTX=$2 LD_LIBRARY_PATH=$stub run_ok "$1" --name=cuda \
+		--filename="$f" --size=4m --bs=4k --iodepth=8 --rw=randread \
+		--gpu=cuda --transfer=bounce --direct=1 --thread
+	grep -qF "$want" "$TMPD/$1.out" &&
+		pass "$1: the job's line says '$want'" ||
+		{ fail "$1: no '$want'"; grep -m3 'copy kernel' "$TMPD/$1.out"; }
+}
+kring_ptx_case kring-ptx-missing "$TMPD/none.ptx" "No such file or directory"
 echo "// not a kernel" >"$TMPD/other.ptx"
-want="resident kernel: DBR_KRING_PTX=$TMPD/other.ptx: no dbr_kring entry in it"
-DBR_KRING_PTX=$TMPD/other.ptx LD_LIBRARY_PATH=$stub run_ok kring-ptx-other \
-	--name=cuda --filename="$f" --size=4m --bs=4k --iodepth=8 --rw=randread \
-	--gpu=cuda --transfer=bounce --direct=1 --thread
-grep -qF "$want" "$TMPD/kring-ptx-other.out" &&
-	pass "kring-ptx-other: the job's line says '$want'" ||
-	{ fail "kring-ptx-other: no '$want'"; grep -m3 'copy kernel' "$TMPD/kring-ptx-other.out"; }
+kring_ptx_case kring-ptx-other "$TMPD/other.ptx" "no dbr_kring entry in it"
 finish

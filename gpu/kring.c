@@ -51,8 +51,9 @@ static void kring_src_read(void)
 		kring_src.text = NULL;
 		return;
 	}
-	kring_src.err = getdelim(&text, &len, '\0', f) < 0 ? EIO : 0;
-	if (!kring_src.err && !strstr(text, ".entry dbr_kring("))
+	if (getdelim(&text, &len, '\0', f) < 0)
+		kring_src.err = ferror(f) ? EIO : ENOEXEC;	/* empty: no entry */
+	else if (!strstr(text, ".entry dbr_kring("))
 		kring_src.err = ENOEXEC;
 	fclose(f);
 	if (kring_src.err) {

@@ -451,18 +451,16 @@ static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
 static int spin_both(struct dbr_pipe *p, uint64_t ticket)
 {
 	uint64_t t0 = gpu_now_ns();
-	unsigned int polls;
+	unsigned int polls = 0;
 	int ret;
 
-	for (polls = 1; dbr_ring_inflight(p->ring); polls++) {
+	while (dbr_ring_inflight(p->ring)) {
 		ret = gpu_stream_poll(&p->stream, ticket);
 		if (ret)
 			return ret;
 		/* the ring's look is an enter (deferred task work) */
-		if (polls % GPU_POLL_LOOK_EVERY) {
-			gpu_pause();
+		if (!gpu_poll_look(&polls))
 			continue;
-		}
 		if (dbr_ring_ready(p->ring))
 			return 1;
 		if (gpu_spin_over(t0, p->buf->spin_ns))

@@ -197,6 +197,19 @@ static inline void gpu_pause(void)
 #endif
 }
 
+/*
+ * A poll loop's turn: true every GPU_POLL_LOOK_EVERY-th call, when the loop
+ * looks at what costs more; else the pause hint, and false.
+ */
+static inline bool gpu_poll_look(unsigned int *polls)
+{
+	if (++*polls % GPU_POLL_LOOK_EVERY) {
+		gpu_pause();
+		return false;
+	}
+	return true;
+}
+
 /* Has a wait that started spinning at t0 (gpu_now_ns) spun spin ns? */
 bool gpu_spin_over(uint64_t t0, long spin);
 

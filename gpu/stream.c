@@ -635,10 +635,8 @@ static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 	int ret;
 
 	while ((ret = gpu_stream_poll(s, ticket)) == 0) {
-		if (++polls % GPU_POLL_LOOK_EVERY) {
-			gpu_pause();
+		if (!gpu_poll_look(&polls))
 			continue;
-		}
 		now = gpu_now_ns();
 		if (now - t0 < yield) {
 			if (now - yielded >= GPU_KRING_YIELD_EVERY_NS) {
@@ -676,10 +674,8 @@ int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket)
 			gpu_nap(50000);
 			continue;
 		}
-		if (b->spin_ns && ++polls % GPU_POLL_LOOK_EVERY) {
-			gpu_pause();
+		if (b->spin_ns && !gpu_poll_look(&polls))
 			continue;
-		}
 		if (gpu_spin_over(t0, b->spin_ns))
 			return b->stop || s->kr.r ? wait_napping(s, ticket) :
 			       sleep_for(b, s, ticket);

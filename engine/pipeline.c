@@ -444,13 +444,13 @@ static unsigned int collect(struct dbr_pipe *p, struct dbr_pio **done,
 }
 
 /*
- * While a copy runs and the ring has I/O out, spin a while on both: the copy
- * may finish, or the ring may finish I/O whose copies should start now
- * rather than after this one. 1 when either happened.
+ * While a copy runs and the ring has I/O out, spin a while on both (from
+ * t0, when the wait began): the copy may finish, or the ring may finish I/O
+ * whose copies should start now rather than after this one. 1 when either
+ * happened.
  */
-static int spin_both(struct dbr_pipe *p, uint64_t ticket)
+static int spin_both(struct dbr_pipe *p, uint64_t ticket, uint64_t t0)
 {
-	uint64_t t0 = gpu_now_ns();
 	unsigned int polls = 0;
 	int ret;
 
@@ -500,13 +500,14 @@ static void fail_fenced(struct dbr_pipe *p, uint64_t ticket, int err)
 }
 
 /*
- * Block for the copies of fence 'ticket'. With ring I/O out, never on the
- * copy alone: spin on both a while, then sleep on the ring for as long
- * again, and let the caller look at both once more, so that reads finishing
- * meanwhile start their copies without waiting for this one. With no ring
- * I/O, on the oldest copy (its stream finishes in order).
+ * Block for the copies of fence 'ticket' (the wait began at t0). With ring
+ * I/O out, never on the copy alone: spin on both a while, then sleep on the
+ * ring for as long again, and let the caller look at both once more, so
+ * that reads finishing meanwhile start their copies without waiting for
+ * this one. With no ring I/O, on the oldest copy (its stream finishes in
+ * order).
  */
-static int wait_copies(struct dbr_pipe *p, uint64_t ticket)
+static int wait_copies(struct dbr_pipe *p, uint64_t ticket, uint64_t t0)
 {
 	long spin = p->buf->spin_ns;
 	int ret;
@@ -514,7 +515,7 @@ static int wait_copies(struct dbr_pipe *p, uint64_t ticket)
 	ret = dbr_ring_submit(p->ring, 0);
 	if (ret < 0)
 		return ret;
-	ret = spin_both(p, ticket);
+	ret = spin_both(p, ticket, t0);
 	if (!ret && dbr_ring_inflight(p->ring))
 		return dbr_ring_wait_timeout(p->ring,
 					     spin > 0 ? spin : DBR_RING_NAP_NS);
@@ -538,7 +539,7 @@ static int wait_progress(struct dbr_pipe *p)
 	if (!ticket)
 		return dbr_ring_submit(p->ring, dbr_ring_inflight(p->ring) ? 1 : 0);
 	t0 = gpu_now_ns();
-	ret = wait_copies(p, ticket);
+	ret = wait_copies(p, ticket, t0);
 	p->st.wait_ns += gpu_now_ns() - t0;
 	return ret;
 }

@@ -537,21 +537,19 @@ int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket)
 {
 	struct gpu_buf *b = s->buf;
 	uint64_t t = s->issued + 1, t0;
-	bool signalled;
+	bool signalled, timed;
 	int ret;
 
 	ret = stream_send(b, s, t, &signalled);
 	if (ret < 0)
 		return ret;
-	if (s->kr.r && !s->d_dirty) {
-		/* the ring alone: no runtime call to time */
-		ret = gpu_resident_fence(b, s, t, signalled);
-	} else {
-		t0 = gpu_now_ns();
-		ret = s->kr.r ? gpu_resident_fence(b, s, t, signalled) :
-				fence_stream(b, s, t, signalled);
+	/* the ring alone (nothing sent to the copy calls) makes no runtime call */
+	timed = !s->kr.r || s->d_dirty;
+	t0 = timed ? gpu_now_ns() : 0;
+	ret = s->kr.r ? gpu_resident_fence(b, s, t, signalled) :
+			fence_stream(b, s, t, signalled);
+	if (timed)
 		s->st.call_ns += gpu_now_ns() - t0;
-	}
 	if (ret < 0)
 		return ret;
 	s->issued = t;

@@ -304,14 +304,18 @@ static int set_up(struct worker *w, struct dbr_session *s)
 
 /* The copies, on the session's copy stream. */
 static int run_copies(struct dbr_session *ss, int seed,
-		      unsigned long *not_ready, char *how, size_t len)
+		      unsigned long *not_ready, char *how, size_t len,
+		      const char **step)
 {
 	struct gpu_stream *s = dbr_pipe_stream(&ss->pipe);
 	int ret;
 
+	*step = "the round trip";
 	ret = round_trip(s, seed, not_ready);
-	if (!ret)
+	if (!ret) {
+		*step = "the small copies";
 		ret = small_trip(s, seed, not_ready);
+	}
 	if (!ret)
 		copy_summary(s, how, len);
 	return ret;
@@ -322,16 +326,17 @@ static int run_one(struct worker *w, struct dbr_session *s)
 	struct gpu_buf *b = &s->buf;
 	unsigned long not_ready = 0;
 	char exp[384], how[512] = "";
+	const char *step;
 	int ret;
 
 	ret = set_up(w, s);
 	if (ret)
 		return ret > 0 ? 0 : -1;
 	if (dbr_pipe_stream(&s->pipe)) {
-		ret = run_copies(s, w->idx, &not_ready, how, sizeof(how));
+		ret = run_copies(s, w->idx, &not_ready, how, sizeof(how), &step);
 		if (ret) {
-			snprintf(w->line, sizeof(w->line), "copies failed: %s (%s)",
-				 strerror(-ret), b->why[0] ? b->why : "no detail");
+			snprintf(w->line, sizeof(w->line), "copies failed in %s: %s (%s)",
+				 step, strerror(-ret), b->why[0] ? b->why : "no detail");
 			return ret;
 		}
 	}

@@ -100,7 +100,7 @@ no_leaks fail-stream
 hipcheck fail-event 0 "hipEventCreateWithFlags: hipErrorOutOfMemory" \
 	HIPDOUBLE_FAIL=event -- -f
 no_leaks fail-event
-hipcheck fail-copy 1 "copies failed: Invalid argument \(hipMemcpyHtoDAsync: hipErrorInvalidValue\)" \
+hipcheck fail-copy 1 "copies failed in the round trip: Invalid argument \(hipMemcpyHtoDAsync: hipErrorInvalidValue\)" \
 	HIPDOUBLE_FAIL=copy -- -x skip
 no_leaks fail-copy
 

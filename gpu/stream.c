@@ -323,9 +323,34 @@ static unsigned int coalesce_run(struct gpu_stream *s, struct gpu_copy *q,
 	return m + 1;
 }
 
+/*
+ * The largest copy first. On the H200 (driver 580.159), a
+ * cuMemcpyBatchAsync whose first copy is small (100-128 bytes) before 600
+ * of 4 KiB, from 8 or 16 threads while other threads' streams run multi-MiB
+ * copies, faults the GPU (Xid 13/32, CUDA_ERROR_LAUNCH_FAILED) in every
+ * thread; the same batch with a 4 KiB copy first never did
+ * (scripts/gpu-proof.d/batch_race.c, orders first and second). The
+ * copies of a batch never overlap and run in any order, so which goes
+ * first is free.
+ */
+static void largest_first(struct gpu_copy *q, unsigned int n)
+{
+	unsigned int i, big = 0;
+	struct gpu_copy t;
+
+	for (i = 1; i < n; i++)
+		if (q[i].len > q[big].len)
+			big = i;
+	t = q[0];
+	q[0] = q[big];
+	q[big] = t;
+}
+
 static void coalesce(struct gpu_stream *s)
 {
 	s->nr_queued = coalesce_run(s, s->queued, s->nr_queued);
+	if (s->nr_queued > 1)
+		largest_first(s->queued, s->nr_queued);
 }
 
 /* Launch what l holds, if anything. */

@@ -2,18 +2,23 @@
 /*
  * batch_race: gpu_check's DMA copies (gpu_copy=dma) without the engine.
  *
- * On the H200, `gpu_check cuda -t 16 -c dma` has failed with
- * CUDA_ERROR_LAUNCH_FAILED from cuEventSynchronize in some calls and passed
- * in others. This does what each of its threads does, straight on the
- * driver: its own 8 MiB of device memory, 8 MiB of page-locked host memory
- * mapped for the device, a non-blocking stream and a host word written by
- * cuStreamWriteValue64; then, ITER times, the whole buffer host -> device
- * in four chunks, back, and 600 scattered 4 KiB copies plus one of 100
- * bytes each way in one cuMemcpyBatchAsync, every byte compared. A failure
- * here is the driver's; none (with the engine's failing) points at the
- * engine.
+ * Each thread does what one of gpu_check's does, straight on the driver:
+ * its own 8 MiB of device memory, 8 MiB of page-locked host memory mapped
+ * for the device, a non-blocking stream and a host word written by
+ * cuStreamWriteValue64; then, ITER times, the whole buffer up in one copy
+ * and back in four fenced chunks, and 600 scattered 4 KiB copies plus one
+ * of 100 bytes each way in one cuMemcpyBatchAsync, every byte compared.
+ * ORDER is where the 100-byte copy goes in the batch:
+ *   first    where gpu_check's sorted queue put it (by offset) before the
+ *            engine put the largest copy first: on the H200 (driver
+ *            580.159) every thread of 8 or 16 fails with
+ *            CUDA_ERROR_LAUNCH_FAILED and the kernel logs Xid 13/32; 1 or 2
+ *            threads, or the same batch without the up-and-back copies
+ *            beside it, pass
+ *   second   the engine's order now (gpu/stream.c largest_first): passes
+ *   last     passes
  *
- *   batch_race [THREADS [ITER]]
+ *   batch_race [THREADS [ITER [first|second|last]]]
  *   cc -O2 -I$CUDA/include batch_race.c -L$CUDA/lib64/stubs -lcuda -lpthread -o batch_race
  */
 #include <pthread.h>
@@ -30,6 +35,7 @@
 
 static CUcontext ctx;
 static int iters = 100;
+static int odd_at;		/* the 100-byte copy's index in the batch */
 
 struct worker {
 	int id;
@@ -70,9 +76,11 @@ static int scatter(struct worker *w, CUstream s, char *h, CUdeviceptr d,
 	CUmemcpyAttributes attr = { .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
 
 	for (i = 0; i <= NSMALL; i++) {
-		size_t off = i < NSMALL ? 4 * SMALL + 2 * SMALL * i : SMALL + 8;
+		/* k: the block, NSMALL for the odd copy */
+		size_t k = i == (size_t)odd_at ? NSMALL : i - (i > (size_t)odd_at);
+		size_t off = k < NSMALL ? 4 * SMALL + 2 * SMALL * k : SMALL + 8;
 
-		lens[i] = i < NSMALL ? SMALL : 100;
+		lens[i] = k < NSMALL ? SMALL : 100;
 		dst[i] = d2h ? (CUdeviceptr)(uintptr_t)(h + off) : d + off;
 		src[i] = d2h ? d + off : (CUdeviceptr)(uintptr_t)(h + off);
 	}
@@ -88,8 +96,16 @@ static int round_trip(struct worker *w, CUstream s, char *h, CUdeviceptr d,
 
 	for (i = 0; i < SZ; i++)
 		h[i] = (char)(i * 7 + it + w->id);
-	for (i = 0; i < 4; i++)
-		TRY(w, cuMemcpyHtoDAsync(d + i * c, h + i * c, c, s));
+	/* up in one copy, back in four, each fenced by its own stream write */
+	TRY(w, cuMemcpyHtoDAsync(d, h, SZ, s));
+	if (fence(w, s, word, word_dev, ++*t))
+		return -1;
+	for (i = 0; i < 4; i++) {
+		TRY(w, cuMemcpyDtoHAsync(h + i * c, d + i * c, c, s));
+		TRY(w, cuStreamWriteValue64(s, word_dev, ++*t, CU_STREAM_WRITE_VALUE_DEFAULT));
+	}
+	if (fence(w, s, word, word_dev, ++*t))
+		return -1;
 	if (scatter(w, s, h, d, 0) || fence(w, s, word, word_dev, ++*t))
 		return -1;
 	memset(h, 0, SZ);
@@ -147,6 +163,8 @@ int main(int argc, char **argv)
 	CUdevice dev;
 
 	iters = argc > 2 ? atoi(argv[2]) : 100;
+	odd_at = argc <= 3 || !strcmp(argv[3], "first") ? 0 :
+		 !strcmp(argv[3], "second") ? 1 : NSMALL;
 	if (n < 1 || n > 64)
 		return 2;
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev))
@@ -165,7 +183,8 @@ int main(int argc, char **argv)
 			printf("batch_race: thread %d: %s\n", i, w[i].why);
 		}
 	}
-	printf("batch_race: %d threads x %d round trips: %d failed\n", n, iters, bad);
+	printf("batch_race: %d threads x %d round trips, the 100-byte copy %s in each batch: %d failed\n",
+	       n, iters, !odd_at ? "first" : odd_at == 1 ? "second" : "last", bad);
 	cuDevicePrimaryCtxRelease(dev);
 	return bad ? 1 : 0;
 }

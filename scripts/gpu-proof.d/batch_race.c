@@ -162,6 +162,7 @@ int main(int argc, char **argv)
 	struct worker w[64];
 	CUdevice dev;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* a GPU fault may end the process */
 	iters = argc > 2 ? atoi(argv[2]) : 100;
 	odd_at = argc <= 3 || !strcmp(argv[3], "first") ? 0 :
 		 !strcmp(argv[3], "second") ? 1 : NSMALL;

@@ -15,10 +15,17 @@
 /*
  * Set-up flags to try, best first. SINGLE_ISSUER + DEFER_TASKRUN lets the
  * kernel run completion work only when we ask for events, which is exactly
- * when fio asks; COOP_TASKRUN avoids IPIs on older kernels. Each older kernel
- * answers EINVAL to flags it does not know, so we step down.
+ * when fio asks; TASKRUN_FLAG makes the kernel say in the SQ ring's flags
+ * when such work is waiting, so that a wait polling the ring beside a copy
+ * enters only when an enter would bring completions. COOP_TASKRUN avoids
+ * IPIs on older kernels. Each older kernel answers EINVAL to flags it does
+ * not know, so we step down.
  */
+#define DBR_SINGLE_TASK	(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | \
+			 IORING_SETUP_TASKRUN_FLAG)
+
 static const unsigned int setup_ladder[] = {
+	DBR_SINGLE_TASK,
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN,
 	IORING_SETUP_COOP_TASKRUN,
@@ -58,8 +65,7 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 
 		/* SQPOLL submits from its own thread: no single issuer */
 		if (p->sqpoll || !p->single_issuer)
-			flags &= ~(IORING_SETUP_SINGLE_ISSUER |
-				   IORING_SETUP_DEFER_TASKRUN);
+			flags &= ~DBR_SINGLE_TASK;
 		ret = ring_try_init(r, p, flags);
 		if (ret != -EINVAL)
 			break;
@@ -392,14 +398,29 @@ static unsigned int pop_stash(struct dbr_ring *r, struct dbr_req **done,
 /* rings whose completions show only after an enter: deferred task work, polling */
 #define DBR_ENTER_TO_REAP	(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)
 
+/*
+ * With the CQ empty and I/O out, could an enter bring completions? Always
+ * for a polled ring; with deferred task work, where the kernel flags
+ * waiting work (TASKRUN_FLAG), only when it does.
+ */
+static bool enter_would_reap(const struct dbr_ring *r)
+{
+	if (!(r->setup_flags & DBR_ENTER_TO_REAP) || !r->inflight ||
+	    io_uring_cq_ready(&r->ring))
+		return false;
+	if ((r->setup_flags & IORING_SETUP_IOPOLL) ||
+	    !(r->setup_flags & IORING_SETUP_TASKRUN_FLAG))
+		return true;
+	return IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN;
+}
+
 static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 			      unsigned int max, bool flush)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int n = 0, head, seen = 0;
 
-	if (flush && (r->setup_flags & DBR_ENTER_TO_REAP) && r->inflight &&
-	    !io_uring_cq_ready(&r->ring))
+	if (flush && enter_would_reap(r))
 		io_uring_get_events(&r->ring);
 
 	io_uring_for_each_cqe(&r->ring, head, cqe) {
@@ -438,8 +459,7 @@ unsigned int dbr_ring_ready(struct dbr_ring *r)
 {
 	if (r->stash)
 		return 1;
-	if ((r->setup_flags & DBR_ENTER_TO_REAP) && r->inflight &&
-	    !io_uring_cq_ready(&r->ring))
+	if (enter_would_reap(r))
 		io_uring_get_events(&r->ring);
 	return io_uring_cq_ready(&r->ring);
 }
@@ -507,6 +527,7 @@ void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len)
 		{ IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER" },
 		{ IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN" },
 		{ IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN" },
+		{ IORING_SETUP_TASKRUN_FLAG, "TASKRUN_FLAG" },
 	};
 	size_t i, used = 0;
 

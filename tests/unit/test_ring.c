@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The ring unit against the running kernel: set-up flags, the buffer table,
+ * The ring unit against the running kernel: set-up flags (and the kernel's
+ * flag for waiting task work), the buffer table,
  * fixed reads and writes through a host slot, the -EAGAIN reissue path (a
  * real request whose first completion is replaced by an injected -EAGAIN),
  * quiesce, attaching and detaching a target file, the p2p probe, and that
@@ -12,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
@@ -405,6 +407,53 @@ static void test_watchdog(char *buf)
 	close(p[1]);
 }
 
+static double secs_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * A read that completes through io-wq comes back as deferred task work.
+ * With TASKRUN_FLAG the ring enters for it only once the kernel flags such
+ * work in the SQ ring, and dbr_ring_ready must still see it: polling only
+ * dbr_ring_ready, a flag read wrongly would never reap it (bounded at 5 s).
+ */
+static void test_taskrun_flag(int fd, char *buf)
+{
+	struct dbr_ring r;
+	struct dbr_req req, *done[2];
+	struct timespec t0;
+	unsigned int ready = 0;
+	int n;
+
+	init_ring(&r, 8);
+	if (!(r.setup_flags & IORING_SETUP_TASKRUN_FLAG)) {
+		printf("# SKIP: the kernel refused TASKRUN_FLAG beside DEFER_TASKRUN: no flag to test\n");
+		dbr_ring_exit(&r);
+		return;
+	}
+	dbr_ring_register_buf_table(&r, 1);
+	dbr_ring_install_host(&r, 0, buf, BUF_SIZE);
+	memset(buf, 0, BLK);
+	req = read_req(fd, buf, BLK, 5 * BLK);
+	req.force_async = true;
+	dbr_ring_queue(&r, &req);
+	CHECK(dbr_ring_submit(&r, 0) >= 0, "a read for io-wq submitted");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!(ready = dbr_ring_ready(&r)) && secs_since(&t0) < 5)
+		;
+	n = dbr_ring_reap(&r, done, 2);
+	CHECK(ready == 1 && n == 1 && done[0] == &req && req.res == BLK &&
+	      buf[0] == 'f', "polling dbr_ring_ready alone reaped the io-wq read (ready %u, %d reaped, res %d)",
+	      ready, n, req.res);
+	CHECK(!(IO_URING_READ_ONCE(*r.ring.sq.kflags) & IORING_SQ_TASKRUN),
+	      "no task work flagged once it ran");
+	dbr_ring_exit(&r);
+}
+
 static void test_probe(void)
 {
 	int ret = dbr_probe_p2p();
@@ -436,6 +485,7 @@ int main(void)
 	test_attach_file(fd);
 	test_attach_pieces(fd);
 	test_detach_no_quiesce(fd, buf);
+	test_taskrun_flag(fd, buf);
 	test_probe();
 	test_watch_logic();
 	test_watchdog(buf);

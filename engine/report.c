@@ -218,6 +218,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 			  struct dbr_result *r)
 {
 	const struct gpu_stream_stats *cs = dbr_copy_stats(dd);
+	const struct dbr_pipe_stats *ps = &dd->sess.pipe.st;
 	static const int ddir[DBR_NR_DIRS] = { DDIR_READ, DDIR_WRITE };
 	int d;
 
@@ -239,6 +240,9 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->copy_calls = cs->calls;
 	r->copy_launches = cs->launches;
 	r->copy_passes = cs->passes;
+	r->copied_ios = ps->copied;
+	r->copy_ns = ps->copy_ns;
+	r->copy_wait_ns = ps->wait_ns;
 	r->reissues = dd->sess.ring.reissues;
 	r->error = td->error;
 	r->io_first_ns = dd->io_first_ns;

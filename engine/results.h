@@ -46,6 +46,12 @@ struct dbr_result {
 	unsigned long copy_calls;	/* runtime calls that carried them */
 	unsigned long copy_launches;	/* copy-kernel launches that did */
 	unsigned long copy_passes;	/* passes the resident kernel took */
+	/* I/O whose copies ran; their time from queueing to seen done, and
+	 * the thread's time blocked on copies, both summed (what limits 4k
+	 * bounce reads at low thread counts) */
+	unsigned long copied_ios;
+	uint64_t copy_ns;
+	uint64_t copy_wait_ns;
 	unsigned long reissues;		/* -EAGAIN reissues */
 	int error;			/* fio's td->error */
 	/* CLOCK_MONOTONIC: the thread's first commit and last reaped I/O (0:

@@ -51,6 +51,19 @@ per_thread = {int(m.group(1)): (int(m.group(2)), int(m.group(3))) for m in re.fi
 for r in recs:
     assert per_thread.get(r["thread"], (0, 0)) == (r["copies"], r["copy_calls"]), (r, per_thread)
 assert (len(per_thread) == 4) == (gpu == "hip"), per_thread
+# "... copies done L us after queueing (mean), W us waited on copies per
+# copied I/O": the record's sums over the I/O copied, as the line prints them
+timing = {int(m.group(1)): (m.group(2), m.group(3)) for m in re.finditer(
+    r"^dmabuf_uring: a thread (\d+): .*copies done ([\d.]+) us after queueing \(mean\), "
+    r"([\d.]+) us waited on copies per copied I/O", err, re.M)}
+for r in recs:
+    n = r["copied_ios"]
+    if gpu != "hip":
+        assert n == 0 and r["copy_ns"] == 0 and r["copy_wait_ns"] == 0, r
+        continue
+    assert 0 < n <= r["read_ios"] + r["write_ios"] and r["copy_ns"] > 0, r
+    assert timing[r["thread"]] == ("%.1f" % (r["copy_ns"] / 1e3 / n),
+                                   "%.2f" % (r["copy_wait_ns"] / 1e3 / n)), (r, timing)
 
 lines = re.findall(r"^dmabuf_uring: per GPU: (.*)$", err, re.M)
 assert len(lines) == ngpus, lines

@@ -8,7 +8,10 @@ min / median / max IOPS over the repetitions; the ratios of repetition i of
 ours to repetition i of the reference (they ran back to back), as median and
 minimum, since a run that falls into a slow mode is the defect to see; and
 GPU copies per runtime copy call or copy kernel launch (median over
-repetitions, and the lowest).
+repetitions, and the lowest); and the copy stage: the time from an I/O's
+copies being queued to their being seen done, and the job threads' time
+blocked on copies, per copied I/O (medians over repetitions of the run's
+sums; "-" for records from before the engine kept them).
 
 usage: bounce_table.py LABEL=RESULTS_DIR ...   (LABEL: the target)
 """
@@ -18,8 +21,19 @@ import statistics
 import sys
 
 
+def copy_stage(threads):
+    """(us from queueing to done, us waited) per copied I/O, or None"""
+    if not threads or any("copied_ios" not in t for t in threads):
+        return None
+    n = sum(t["copied_ios"] for t in threads)
+    if not n:
+        return None
+    return (sum(t["copy_ns"] for t in threads) / 1e3 / n,
+            sum(t["copy_wait_ns"] for t in threads) / 1e3 / n)
+
+
 def reps_by_impl(records):
-    """{job: {impl: [(rep, iops, copies per call or None)]}}"""
+    """{job: {impl: [(rep, iops, copies per call or None, copy stage or None)]}}"""
     out = {}
     for r in records:
         s = r.get("summary")
@@ -35,7 +49,7 @@ def reps_by_impl(records):
         per_call = copies / calls if calls else None
         c = r["case"]
         out.setdefault(c["job"], {}).setdefault(c["impl"], []).append(
-            (r["rep"], s["iops"], per_call))
+            (r["rep"], s["iops"], per_call, copy_stage(threads)))
     return out
 
 
@@ -49,8 +63,8 @@ def fmt(iops):
 
 
 def pair_ratios(ours, ref):
-    ref_by_rep = {rep: iops for rep, iops, _ in ref}
-    return [iops / ref_by_rep[rep] for rep, iops, _ in ours
+    ref_by_rep = {rep: iops for rep, iops, _, _ in ref}
+    return [iops / ref_by_rep[rep] for rep, iops, _, _ in ours
             if ref_by_rep.get(rep)]
 
 
@@ -65,20 +79,25 @@ def row(label, job, impls):
     ours = impls.get("dbr", [])
     fio = impls.get("io_uring", [])
     host = impls.get("dbr-host", [])
-    per_call = [p for _, _, p in ours if p is not None]
+    per_call = [p for _, _, p, _ in ours if p is not None]
     calls = ("%.1f (min %.1f)" % (statistics.median(per_call), min(per_call))
              if per_call else "-")
-    return "| %s | %s | %d | %s | %s | %s | %s | %s |" % (
-        label, job, len(ours), spread([i for _, i, _ in ours]) if ours else "-",
-        spread([i for _, i, _ in fio]) if fio else "-", ratio_cell(ours, fio),
-        ratio_cell(ours, host), calls)
+    stage = [c for _, _, _, c in ours if c is not None]
+    copy = ("%.1f / %.2f" % (statistics.median(c[0] for c in stage),
+                             statistics.median(c[1] for c in stage))
+            if stage else "-")
+    return "| %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
+        label, job, len(ours), spread([i for _, i, _, _ in ours]) if ours else "-",
+        spread([i for _, i, _, _ in fio]) if fio else "-", ratio_cell(ours, fio),
+        ratio_cell(ours, host), calls, copy)
 
 
 def main(argv):
     print("| target | job | n | ours IOPS min / median / max | "
           "fio io_uring IOPS | ours / fio, median (min) | "
-          "ours / gpu=host, median (min) | copies per runtime call or launch |")
-    print("|---|---|---|---|---|---|---|---|")
+          "ours / gpu=host, median (min) | copies per runtime call or launch | "
+          "copy stage per copied I/O: done after / waited, us |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for arg in argv:
         label, _, path = arg.partition("=")
         try:

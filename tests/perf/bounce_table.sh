@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# scripts/gpu-proof's bounce table (gpu-proof.d/bounce_table.py) from a
+# synthetic results.json with exact figures: IOPS spreads, the ratios of
+# repetition i to repetition i, copies per call, and the copy stage per
+# copied I/O summed over a repetition's threads (median over repetitions);
+# records from before the engine kept the copy stage give "-" there.
+. "$(dirname "$0")/../lib.sh"
+
+command -v python3 >/dev/null || skip "python3 not installed"
+
+python3 - "$TMPD" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+def thread(copies, calls, copied, copy_us, wait_us, old=False):
+    t = {"copies": copies, "copy_calls": calls, "copy_launches": 0,
+         "copy_passes": 0}
+    if not old:
+        t.update(copied_ios=copied, copy_ns=int(copy_us * 1000 * copied),
+                 copy_wait_ns=int(wait_us * 1000 * copied))
+    return t
+def rec(job, impl, rep, iops, threads):
+    return {"case": {"job": job, "impl": impl}, "rep": rep,
+            "summary": {"iops": iops}, "gpu_threads": threads}
+records = [
+    # two threads per repetition: 20 / 40 us after queueing, 0.5 / 1.5 us
+    # waited, 100 copied I/O each: 30 us and 1.0 us for the repetition
+    rec("r-4k", "dbr", 1, 300e3, [thread(100, 10, 100, 20, 0.5), thread(100, 10, 100, 40, 1.5)]),
+    rec("r-4k", "io_uring", 1, 400e3, []),
+    # one thread: 50 us, 2.0 us; median over the two repetitions: 40 / 1.50
+    rec("r-4k", "dbr", 2, 360e3, [thread(200, 40, 300, 50, 2.0)]),
+    rec("r-4k", "io_uring", 2, 400e3, []),
+    rec("w-4k", "dbr", 1, 100e3, [thread(10, 10, 10, 5, 0, old=True)]),
+    rec("w-4k", "io_uring", 1, 200e3, []),
+]
+os.makedirs(os.path.join(d, "run"))
+json.dump({"records": records}, open(os.path.join(d, "run", "results.json"), "w"))
+PY
+python3 "$SRCDIR/scripts/gpu-proof.d/bounce_table.py" zram="$TMPD/run" >"$TMPD/table.md" ||
+	die "bounce_table.py failed"
+line() { grep "^| zram | $1 |" "$TMPD/table.md"; }
+[ "$(line r-4k)" = "| zram | r-4k | 2 | 300.0k / 330.0k / 360.0k | 400.0k / 400.0k / 400.0k | 0.82 (min 0.75) | - | 7.5 (min 5.0) | 40.0 / 1.50 |" ] &&
+	pass "a row: spreads, paired ratios, copies per call, the copy stage over threads and repetitions" ||
+	fail "row r-4k: $(line r-4k)"
+[ "$(line w-4k)" = "| zram | w-4k | 1 | 100.0k / 100.0k / 100.0k | 200.0k / 200.0k / 200.0k | 0.50 (min 0.50) | - | 1.0 (min 1.0) | - |" ] &&
+	pass "records without the copy stage: -" ||
+	fail "row w-4k: $(line w-4k)"
+head -1 "$TMPD/table.md" | grep -q "copy stage per copied I/O: done after / waited, us |$" &&
+	pass "the header names the column" || fail "header: $(head -1 "$TMPD/table.md")"
+finish

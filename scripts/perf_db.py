@@ -16,6 +16,7 @@ Python's sqlite3 only. Nothing here prints; errors are DbError.
 """
 import json
 import sqlite3
+import time
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60
@@ -77,7 +78,7 @@ def connect(path):
         raise DbError("%s: %s" % (path, e))
     try:
         db.execute("PRAGMA busy_timeout = %d" % (BUSY_TIMEOUT_S * 1000))
-        db.execute("PRAGMA journal_mode = WAL")
+        _set_wal(db)
         db.execute("PRAGMA foreign_keys = ON")
         _init_schema(db)
     except sqlite3.DatabaseError as e:
@@ -88,6 +89,24 @@ def connect(path):
         db.close()
         raise DbError("%s: %s" % (path, e))
     return db
+
+
+def _set_wal(db):
+    """journal_mode = WAL. Two connections switching a new file at once
+    each hold a shared lock and want the exclusive one; SQLite answers the
+    second "database is locked" at once, past the busy timeout, since
+    waiting would deadlock (seen once in CI: two concurrent writers). Once
+    the first has switched, the file is in WAL mode and the pragma needs no
+    such lock: so try again, until the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _init_schema(db):

@@ -359,7 +359,6 @@ int dbr_pipe_commit_copies(struct dbr_pipe *p)
 	return 0;
 }
 
-
 static void set_result(struct dbr_pio *io)
 {
 	int res = io->req.res;

@@ -43,10 +43,10 @@ enum gpu_kernel_mode {
 struct gpu_provider;
 struct gpu_runtime;
 
-/* What a buffer's copy stream did, for the end-of-job report. */
 /* words of the resident kernel's diagnostic counts (kring.h) */
 #define GPU_KSTAT_WORDS		8
 
+/* What a buffer's copy stream did, for the end-of-job report. */
 struct gpu_stream_stats {
 	unsigned long copies;		/* single copies queued */
 	unsigned long calls;		/* runtime copy calls (batch or single) */

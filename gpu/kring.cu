@@ -237,7 +237,11 @@ static __device__ void read_round(struct kring *r, struct round *w,
  * the stores are work the plain kernel does not do.
  */
 #ifdef DBR_KRING_STATS
-#define KSTAT_WORDS	8
+#define KSTAT_WORDS	8	/* GPU_KSTAT_WORDS */
+enum {			/* GPU_KSTAT_* */
+	KS_ROUNDS, KS_PASSES, KS_DESCS, KS_READ_NS, KS_COPY_NS, KS_FENCE_NS,
+	KS_WAIT_NS,
+};
 struct kstat {
 	uint64_t v[KSTAT_WORDS], mark;
 };
@@ -260,10 +264,10 @@ static __device__ void kstat_lap(struct kstat *k, int i)
 
 static __device__ void kstat_round(struct kstat *k, const struct round *w)
 {
-	k->v[0]++;
-	k->v[1] += w->take;
+	k->v[KS_ROUNDS]++;
+	k->v[KS_PASSES] += w->take;
 	for (uint32_t j = 0; j < w->take; j++)
-		k->v[2] += w->n[j];
+		k->v[KS_DESCS] += w->n[j];
 }
 
 static __device__ void kstat_end(struct kring *r, const struct kstat *k)
@@ -295,20 +299,20 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 	for (;;) {
 		if (threadIdx.x == 0)
 			w.stop = wait_posted(r, seq, &w.head);
-		KSTAT(kstat_lap(&ks, 6));
+		KSTAT(kstat_lap(&ks, KS_WAIT_NS));
 		__syncthreads();
 		if (w.stop) {
 			KSTAT(kstat_end(r, &ks));
 			return;
 		}
 		read_round(r, &w, seq);
-		KSTAT(kstat_lap(&ks, 3));
+		KSTAT(kstat_lap(&ks, KS_READ_NS));
 		c = threadIdx.x / 32;
 		base = 0;
 		for (j = 0; j < w.take; j++)
 			copy_pass(w.d[j], w.n[j], host, dev, &c, &base);
 		__syncthreads();
-		KSTAT(kstat_lap(&ks, 4));
+		KSTAT(kstat_lap(&ks, KS_COPY_NS));
 		seq += w.take;
 		if (threadIdx.x == 0) {
 			for (ticket = 0, j = 0; j < w.take; j++)
@@ -318,7 +322,7 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 				st_relaxed(&r->ticket, ticket);
 			st_relaxed(&r->tail, seq);
 		}
-		KSTAT(kstat_lap(&ks, 5));
+		KSTAT(kstat_lap(&ks, KS_FENCE_NS));
 		KSTAT(kstat_round(&ks, &w));
 	}
 }

@@ -3,11 +3,13 @@
  * The host's side of the resident copy kernel's ring. See kring.h; the
  * kernel is kring.cu (as PTX in kring_ptx.h).
  *
- * Order on the host: a pass's descriptors are plain stores into its slot,
- * then head is stored with release semantics, so a kernel that reads head
- * with acquire semantics (ld.acquire.sys) sees the whole pass. What the
- * kernel writes (tail, ticket) is read with acquire semantics, so the
- * bytes it stored before them (fenced at system scope) are seen too.
+ * Order on the host: a pass's descriptors and ticket are plain stores into
+ * its slot, each tagged with the slot's use (kring.h), then its header word
+ * is stored with release semantics, so a kernel that sees the header's tag
+ * and fences (fence.acq_rel.sys) sees the whole pass, and the bytes the
+ * pass's copies read. What the kernel writes (tail, ticket) is read with
+ * acquire semantics, so the bytes it stored before them (fenced at system
+ * scope) are seen too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,7 +27,9 @@
 _Static_assert(offsetof(struct gpu_kring, tail) == 128 &&
 	       offsetof(struct gpu_kring, stats) == 160 &&
 	       offsetof(struct gpu_kring, slot) == 256 &&
-	       sizeof(struct gpu_kpass) == 16 + 8 * GPU_KCOPY_MAX,
+	       sizeof(struct gpu_kpass) == 16 + 8 * GPU_KCOPY_MAX + 48 &&
+	       sizeof(struct gpu_kpass) % 64 == 0 &&
+	       offsetof(struct gpu_kpass, d[GPU_KPASS_EAGER]) == 64,
 	       "struct gpu_kring is struct kring in kring.cu");
 
 static struct {
@@ -81,10 +85,28 @@ size_t gpu_kring_size(void)
 	return (sizeof(struct gpu_kring) + page - 1) / page * page;
 }
 
+/*
+ * A slot's first line as though written for its use before the first, so
+ * that no word of fresh memory passes for pass 0..GPU_KRING_SLOTS-1.
+ */
+static void stamp_slot(struct gpu_kpass *p, uint32_t tag)
+{
+	unsigned int i;
+
+	p->ticket = tag;
+	p->hdr = (uint64_t)(tag ? GPU_KRING_TAG_BIT : 0) << 32;
+	for (i = 0; i < GPU_KPASS_EAGER; i++)
+		p->d[i] = (struct gpu_kdesc){ .off = tag ? GPU_KRING_TAG_BIT : 0 };
+}
+
 void gpu_kring_init(struct gpu_kring_host *k, struct gpu_kring *r,
 		    uint64_t r_dev)
 {
+	unsigned int s;
+
 	*k = (struct gpu_kring_host){ .r = r, .r_dev = r_dev };
+	for (s = 0; s < GPU_KRING_SLOTS; s++)
+		stamp_slot(&r->slot[s], gpu_kring_tag(s - (uint64_t)GPU_KRING_SLOTS));
 }
 
 static uint64_t load_acquire(const uint64_t *p)
@@ -102,6 +124,12 @@ static struct gpu_kpass *open_pass(const struct gpu_kring_host *k)
 	return &k->r->slot[k->posted % GPU_KRING_SLOTS];
 }
 
+/* The open pass's tag, in the place a descriptor's off or flags keep it */
+static uint32_t open_tag(const struct gpu_kring_host *k)
+{
+	return gpu_kring_tag(k->posted) ? GPU_KRING_TAG_BIT : 0;
+}
+
 bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c)
 {
 	struct gpu_kpass *p = open_pass(k);
@@ -110,41 +138,56 @@ bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c)
 	if (!k->open) {
 		if (!gpu_kring_room(k))
 			return false;
-		p->n = 0;
-		p->ticket = 0;
-		p->flags = k->order_next ? GPU_KPASS_ORDERED : 0;
+		k->n = 0;
+		k->flags = k->order_next ? GPU_KPASS_ORDERED : 0;
 		k->order_next = false;
 		k->open = true;
 	}
-	if (p->n == GPU_KCOPY_MAX)
+	if (k->n == GPU_KCOPY_MAX)
 		return false;
-	p->d[p->n++] = (struct gpu_kdesc){
-		.off = (uint32_t)(c->off / GPU_KCOPY_ALIGN),
+	/* off < 2^31 units: kcopy_setup takes no buffer of 32 GiB or more */
+	p->d[k->n++] = (struct gpu_kdesc){
+		.off = (uint32_t)(c->off / GPU_KCOPY_ALIGN) | open_tag(k),
 		.len = c->dir == GPU_D2H ? len | GPU_KDESC_D2H : len,
 	};
 	return true;
 }
 
 /*
- * The kernel, going idle, stores running = 0, fences and looks at head
- * once more; the host stores head, fences and looks at running. With both
- * fences sequentially consistent one of the two sees the other's store, so
- * a pass is never left in a ring whose kernel has gone.
+ * Seal the open pass: the first line's words it left unused get this
+ * use's tag too, then the ticket, then the header word, last and with
+ * release semantics.
+ */
+static void seal_pass(struct gpu_kring_host *k, uint64_t ticket)
+{
+	struct gpu_kpass *p = open_pass(k);
+	uint32_t tag = open_tag(k), i;
+
+	for (i = k->n; i < GPU_KPASS_EAGER; i++)
+		p->d[i] = (struct gpu_kdesc){ .off = tag };
+	p->ticket = ticket << 1 | gpu_kring_tag(k->posted);
+	__atomic_store_n(&p->hdr, k->n | (uint64_t)(k->flags | tag) << 32,
+			 __ATOMIC_RELEASE);
+}
+
+/*
+ * The kernel, going idle, stores running = 0, fences and looks at the next
+ * slot's header once more; the host stores the header, fences and looks at
+ * running. With both fences sequentially consistent one of the two sees
+ * the other's store, so a pass is never left in a ring whose kernel has
+ * gone.
  */
 bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket)
 {
-	struct gpu_kpass *p = open_pass(k);
-
 	if (!k->open) {
 		if (!ticket)
 			return false;
-		p->n = 0;
-		p->flags = 0;	/* no copies: nothing to order */
+		k->n = 0;
+		k->flags = 0;	/* no copies: nothing to order */
 	}
-	p->ticket = ticket;
+	seal_pass(k, ticket);
 	k->open = false;
 	k->posted++;
-	__atomic_store_n(&k->r->head, k->posted, __ATOMIC_RELEASE);
 	k->dirty = !ticket;
 	if (ticket)
 		k->last_ticket = ticket;

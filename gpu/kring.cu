@@ -7,8 +7,10 @@
  * checks the two agree where nvcc exists).
  *
  * One block per copy stream polls the stream's ring of passes in
- * page-locked host memory. It takes every pass posted (up to one that must
- * wait for those before it) as one round, moves every descriptor's bytes,
+ * page-locked host memory, reading the first lines of its next slots in
+ * one trip across PCIe (kring.h: each word carries the slot's use). It
+ * takes the passes found posted (up to one that must wait for those before
+ * it) as one round, moves every descriptor's bytes,
  * in 4 KiB chunks dealt round the block's warps, makes them visible to the
  * whole system, and then says so in host memory: the passes done (tail),
  * the newest fence ticket done (ticket). It leaves when
@@ -22,30 +24,43 @@
 #define KRING_SLOTS	8u		/* GPU_KRING_SLOTS */
 #define KDESC_MAX	256u		/* GPU_KCOPY_MAX */
 #define KDESC_D2H	(1u << 31)	/* GPU_KDESC_D2H */
+#define TAG_BIT		(1u << 31)	/* GPU_KRING_TAG_BIT */
 #define THREADS		512u		/* GPU_KRING_THREADS */
 #define WARPS		(THREADS / 32u)
 #define CHUNK		256u		/* 16-byte units a warp moves a step: 4 KiB */
 #define IDLE_NS		2000000ull	/* GPU_KRING_IDLE_NS */
 #define KPASS_ORDERED	1u		/* GPU_KPASS_ORDERED */
-#define EAGER		32u		/* descriptors per pass read with its header */
+#define EAGER		6u		/* GPU_KPASS_EAGER */
+#define LINE_WORDS	8u		/* 8-byte words in a slot's first line */
+#ifndef POLL_SLOTS
+#define POLL_SLOTS	4u		/* slots a poll reads the first line of */
+#endif
 
 struct kdesc {
-	uint32_t off, len;
+	uint32_t off, len;	/* off | tag << 31, len | KDESC_D2H */
 };
 
+/* struct gpu_kpass in kring.h */
 struct kpass {
-	uint64_t ticket;
-	uint32_t n, flags;	/* KPASS_ORDERED */
+	uint64_t ticket;	/* ticket << 1 | tag */
+	uint64_t hdr;		/* n | (flags | tag << 31) << 32 */
 	struct kdesc d[KDESC_MAX];
+	uint32_t pad[12];
 };
 
 /* struct gpu_kring in kring.h */
 struct kring {
-	uint64_t head, stop, pad0[14];			/* host writes */
+	uint64_t stop, pad0[15];			/* host writes */
 	uint64_t tail, ticket, running, starts;		/* device writes */
 	uint64_t stats[8], pad1[4];			/* GPU_KSTAT_* */
 	struct kpass slot[KRING_SLOTS];
 };
+
+/* gpu_kring_tag: the low bit of the slot's use */
+static __device__ __forceinline__ uint32_t tag_of(uint64_t seq)
+{
+	return (uint32_t)(seq / KRING_SLOTS) & 1u;
+}
 
 static __device__ __forceinline__ uint64_t ld_acquire(const uint64_t *p)
 {
@@ -54,6 +69,24 @@ static __device__ __forceinline__ uint64_t ld_acquire(const uint64_t *p)
 	asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
 		     : "=l"(v) : "l"(p) : "memory");
 	return v;
+}
+
+static __device__ __forceinline__ uint64_t ld_relaxed(const uint64_t *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];"
+		     : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+/*
+ * After a relaxed load that saw a release store, an acquire pattern: what
+ * the host stored before it is seen by what follows.
+ */
+static __device__ __forceinline__ void fence_acquire(void)
+{
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
 static __device__ __forceinline__ void st_relaxed(uint64_t *p, uint64_t v)
@@ -70,40 +103,109 @@ static __device__ __forceinline__ uint64_t now_ns(void)
 	return t;
 }
 
+/* The round's passes, as read from their slots. */
+struct round {
+	struct kdesc d[POLL_SLOTS][KDESC_MAX];
+	uint32_t n[POLL_SLOTS], flags[POLL_SLOTS];
+	uint64_t ticket[POLL_SLOTS];
+	uint32_t take;		/* passes this round copies; 0: leave */
+};
+
 /*
- * Thread 0: wait for pass seq to be posted (*head: the passes posted then).
- * 1: stop (asked, or idle too long with nothing posted). Every poll of head is a read across PCIe
- * (about a microsecond), so nothing else is read on the way: stop and the
- * clock are looked at every STOP_POLLS polls only. Going idle is said
- * first and the ring looked at once more after a system-wide fence, as the
+ * Warp 0, one poll: lane l reads word l % LINE_WORDS of the first line of
+ * pass seq + l / LINE_WORDS, all in one trip across PCIe. A pass is there
+ * when every word of its line that it uses carries its tag (a descriptor
+ * past its n is not looked at), and the round takes the passes there from
+ * seq on, up to the first after seq that is to run after those before it;
+ * their lines go into w, and the lanes that read their headers fence, so
+ * that what the host stored before a header is seen after the block meets.
+ * Returns the passes taken; *hdr: pass seq's header word carries its tag.
+ */
+static __device__ uint32_t poll_lines(struct kring *r, struct round *w,
+				      uint64_t seq, bool *hdr)
+{
+	uint32_t lane = threadIdx.x, j = lane / LINE_WORDS, i = lane % LINE_WORDS;
+	uint32_t tag = tag_of(seq + j), n, flags, stale, take;
+	uint64_t v = 0, h;
+	bool fresh;
+
+	if (j < POLL_SLOTS)
+		v = ld_relaxed((const uint64_t *)&r->slot[(seq + j) % KRING_SLOTS] + i);
+	h = __shfl_sync(~0u, v, j * LINE_WORDS + 1);
+	n = (uint32_t)h;
+	flags = (uint32_t)(h >> 32);
+	if (i == 0)
+		fresh = (v & 1) == tag;
+	else if (i == 1)
+		fresh = flags >> 31 == tag;
+	else
+		fresh = i - 2 >= n || (uint32_t)v >> 31 == tag;
+	stale = __ballot_sync(~0u, j >= POLL_SLOTS || !fresh ||
+				   (i == 1 && j && (flags & KPASS_ORDERED)));
+	*hdr = !(stale & 2);
+	take = stale ? (__ffs(stale) - 1) / LINE_WORDS : 32 / LINE_WORDS;
+	if (j >= take)
+		return take;
+	if (i == 0) {
+		w->ticket[j] = v >> 1;
+	} else if (i == 1) {
+		w->n[j] = min(n, KDESC_MAX);
+		w->flags[j] = flags;
+		fence_acquire();
+	} else if (i - 2 < n) {
+		w->d[j][i - 2].off = (uint32_t)v & ~TAG_BIT;
+		w->d[j][i - 2].len = (uint32_t)(v >> 32);
+	}
+	return take;
+}
+
+/*
+ * Warp 0: poll until a pass is there (the passes taken), or 0: leave (stop
+ * asked, or idle too long with nothing posted). Every poll is a read across
+ * PCIe (about a microsecond), so nothing else is read on the way: stop and
+ * the clock are looked at every STOP_POLLS polls only. Going idle is said
+ * first and the slot looked at once more after a system-wide fence, as the
  * host posts, fences and then looks whether a kernel runs: one of the two
- * sees the other.
+ * sees the other. A header seen with its tag keeps the kernel on while the
+ * rest of its line is still on the way.
  */
 #define STOP_POLLS	16
 
-static __device__ int wait_posted(struct kring *r, uint64_t seq,
-				   uint64_t *head)
+static __device__ uint32_t wait_round(struct kring *r, struct round *w,
+				      uint64_t seq)
 {
 	uint64_t t0 = now_ns();
 	unsigned int polls = 0;
+	uint32_t take;
+	int leave;
+	bool hdr;
 
 	for (;;) {
-		*head = ld_acquire(&r->head);
-		if (*head != seq)
-			return 0;
-		if (++polls % STOP_POLLS)
+		take = poll_lines(r, w, seq, &hdr);
+		if (take)
+			return take;
+		if (++polls % STOP_POLLS || hdr)
 			continue;
-		if (ld_acquire(&r->stop))
-			return 1;
-		if (now_ns() - t0 > IDLE_NS) {
-			st_relaxed(&r->running, 0);
-			__threadfence_system();
-			*head = ld_acquire(&r->head);
-			if (*head == seq)
-				return 1;
-			st_relaxed(&r->running, 1);
+		leave = 0;
+		if (threadIdx.x == 0)
+			leave = ld_acquire(&r->stop) ? 1 :
+				now_ns() - t0 > IDLE_NS ? 2 : 0;
+		leave = __shfl_sync(~0u, leave, 0);
+		if (leave == 1)
 			return 0;
-		}
+		if (!leave)
+			continue;
+		if (threadIdx.x == 0)
+			st_relaxed(&r->running, 0);
+		__threadfence_system();
+		take = poll_lines(r, w, seq, &hdr);
+		if (!take && !hdr)
+			return 0;
+		if (threadIdx.x == 0)
+			st_relaxed(&r->running, 1);
+		if (take)
+			return take;
+		t0 = now_ns();
 	}
 }
 
@@ -161,71 +263,40 @@ static __device__ void copy_pass(const struct kdesc *d, uint32_t n,
 	}
 }
 
-/* The round's passes, as read from their slots. */
-struct round {
-	struct kdesc d[KRING_SLOTS][KDESC_MAX];
-	uint32_t n[KRING_SLOTS], flags[KRING_SLOTS];
-	uint64_t ticket[KRING_SLOTS];
-	uint64_t head;		/* passes posted, as thread 0 saw */
-	uint32_t take;		/* passes this round copies */
-	int stop;
-};
-
-static __device__ __forceinline__ void load_desc(struct round *w,
-						 const struct kpass *p,
-						 uint32_t j, uint32_t i)
-{
-	uint2 v = __ldcv((const uint2 *)&p->d[i]);
-
-	w->d[j][i].off = v.x;
-	w->d[j][i].len = v.y;
-}
-
 /*
- * Read the posted passes seq..head-1 (at most KRING_SLOTS): every header and
- * the first EAGER descriptors of each in one trip across PCIe, then the
- * rest of those that have more. The round takes them all, up to (not
- * including) the first after seq that is to run after the ones before it.
+ * The descriptors of the taken passes past their first lines, which the
+ * header lanes' fences ordered after the headers.
  */
-static __device__ void read_round(struct kring *r, struct round *w,
-				  uint64_t seq)
+static __device__ void read_rest(struct kring *r, struct round *w,
+				 uint64_t seq)
 {
-	uint32_t np = (uint32_t)min(w->head - seq, (uint64_t)KRING_SLOTS);
-	uint32_t t = threadIdx.x, j, i;
+	bool more = false;
+	uint32_t j, i;
 
-	if (t < KRING_SLOTS * EAGER && t / EAGER < np)
-		load_desc(w, &r->slot[(seq + t / EAGER) % KRING_SLOTS], t / EAGER,
-			  t % EAGER);
-	else if (t >= KRING_SLOTS * EAGER && t - KRING_SLOTS * EAGER < np) {
-		const struct kpass *p = &r->slot[(seq + t - KRING_SLOTS * EAGER) % KRING_SLOTS];
+	for (j = 0; j < w->take; j++) {
+		const struct kpass *p = &r->slot[(seq + j) % KRING_SLOTS];
 
-		j = t - KRING_SLOTS * EAGER;
-		w->n[j] = min(__ldcv(&p->n), KDESC_MAX);
-		w->flags[j] = __ldcv(&p->flags);
-		w->ticket[j] = __ldcv(&p->ticket);
+		more |= w->n[j] > EAGER;
+		for (i = EAGER + threadIdx.x; i < w->n[j]; i += THREADS) {
+			uint2 v = __ldcv((const uint2 *)&p->d[i]);
+
+			w->d[j][i].off = v.x & ~TAG_BIT;
+			w->d[j][i].len = v.y;
+		}
 	}
-	__syncthreads();
-	if (t == 0) {
-		for (j = 1; j < np && !(w->flags[j] & KPASS_ORDERED); j++)
-			;
-		w->take = j;
-	}
-	__syncthreads();
-	for (j = 0; j < w->take; j++)
-		for (i = EAGER + t; i < w->n[j]; i += THREADS)
-			load_desc(w, &r->slot[(seq + j) % KRING_SLOTS], j, i);
-	__syncthreads();
+	if (more)
+		__syncthreads();
 }
 
 /*
- * A round: the passes read_round took, copied as one, then the block meets
+ * A round: the passes poll_lines took, copied as one, then the block meets
  * and thread 0 alone fences at system scope before it tells the host the
  * newest ticket and the passes done: fences are cumulative, so the barrier
  * orders every thread's stores (device memory for gathers, host memory for
  * scatters) before that fence, and a CPU that reads the ticket with acquire
  * semantics sees all of them. Passes are taken together because each costs
- * trips across PCIe (a microsecond or more each, one after the other: see
- * head, read the slot, read the data, fence) that one pass at a time would
+ * trips across PCIe (a microsecond or more each, one after the other: read
+ * the slots' lines, read the data, fence) that one pass at a time would
  * pay for every pass; copies of one pass never overlap, and the host marks
  * a pass whose copies may overlap an earlier one's (KPASS_ORDERED).
  */
@@ -286,7 +357,7 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 {
 	__shared__ struct round w;
 	uint64_t seq = __ldcv(&r->tail), ticket;
-	uint32_t j, c, base;
+	uint32_t j, c, base, take;
 #ifdef DBR_KRING_STATS
 	struct kstat ks;
 #endif
@@ -297,25 +368,33 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 	}
 	KSTAT(kstat_begin(r, &ks));
 	for (;;) {
-		if (threadIdx.x == 0)
-			w.stop = wait_posted(r, seq, &w.head);
+		if (threadIdx.x < 32) {
+			take = wait_round(r, &w, seq);
+			if (threadIdx.x == 0)
+				w.take = take;
+		}
 		KSTAT(kstat_lap(&ks, KS_WAIT_NS));
 		__syncthreads();
-		if (w.stop) {
+		/*
+		 * kept: once past the barrier after the copies, warp 0 may
+		 * write the next round's passes into w
+		 */
+		take = w.take;
+		if (!take) {
 			KSTAT(kstat_end(r, &ks));
 			return;
 		}
-		read_round(r, &w, seq);
+		read_rest(r, &w, seq);
 		KSTAT(kstat_lap(&ks, KS_READ_NS));
 		c = threadIdx.x / 32;
 		base = 0;
-		for (j = 0; j < w.take; j++)
+		for (j = 0; j < take; j++)
 			copy_pass(w.d[j], w.n[j], host, dev, &c, &base);
 		__syncthreads();
 		KSTAT(kstat_lap(&ks, KS_COPY_NS));
-		seq += w.take;
+		seq += take;
 		if (threadIdx.x == 0) {
-			for (ticket = 0, j = 0; j < w.take; j++)
+			for (ticket = 0, j = 0; j < take; j++)
 				ticket = max(ticket, w.ticket[j]);
 			__threadfence_system();
 			if (ticket)

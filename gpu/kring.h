@@ -10,8 +10,8 @@
  * 16 fio threads on one H200 those calls were what limited 4 KiB bounce
  * reads (about 28 us per launch per thread, waiting on the lock). A pass
  * through the ring costs no call at all: the host writes the pass's
- * descriptors into a slot, then the ring's head; the kernel, polling head,
- * moves the bytes, makes them visible to the CPU and writes the pass's
+ * descriptors and header into a slot; the kernel, polling the slot's first
+ * line, moves the bytes, makes them visible to the CPU and writes the pass's
  * fence ticket and the passes done back into host memory, where the stream
  * polls them as it polls its host word.
  *
@@ -50,18 +50,40 @@
 
 /*
  * One pass: its descriptors (kcopy.h) and the fence ticket it ends, or 0.
- * The kernel takes every pass posted as one round, their copies in any
+ * The kernel takes the passes posted as one round, their copies in any
  * order, except that a pass marked GPU_KPASS_ORDERED starts only once every
  * pass before it is done: the host marks the first pass after a submit
  * (gpu_stream_submit), after which copies of the same bytes may follow.
  */
 #define GPU_KPASS_ORDERED	1u
 
+/*
+ * How the kernel finds a pass posted: a slot's first 64-byte line holds
+ * the pass's header and its first GPU_KPASS_EAGER descriptors, and every
+ * 8-byte word of it carries the use of the slot it was written for
+ * (GPU_KRING_TAG: the pass's sequence number / GPU_KRING_SLOTS, its low bit).
+ * One read of the line across PCIe then both says that the pass is posted
+ * and brings it, where a poll of a head word and a read of the slot after
+ * it took two trips, one after the other. The GPU may see the words of a
+ * line it reads as the host stores them in any order, so each one proves
+ * itself; the host stores all of them at every use (a word left from two
+ * uses back would carry the tag of this one) and the header word last,
+ * with release semantics, after the descriptors past the line.
+ */
+#define GPU_KPASS_EAGER		6u
+/* The tag bit: ticket's bit 0, flags' bit 31, a descriptor's off's bit 31 */
+#define GPU_KRING_TAG_BIT	(1u << 31)
+
+static inline uint32_t gpu_kring_tag(uint64_t seq)
+{
+	return (uint32_t)(seq / GPU_KRING_SLOTS) & 1u;
+}
+
 struct gpu_kpass {
-	uint64_t ticket;
-	uint32_t n;
-	uint32_t flags;		/* GPU_KPASS_ORDERED */
-	struct gpu_kdesc d[GPU_KCOPY_MAX];
+	uint64_t ticket;	/* ticket << 1 | tag */
+	uint64_t hdr;		/* n | (flags | tag << 31) << 32, stored last */
+	struct gpu_kdesc d[GPU_KCOPY_MAX];	/* off | tag << 31 */
+	uint32_t pad[12];	/* each slot whole 64-byte lines */
 };
 
 /*
@@ -83,13 +105,12 @@ enum {
 
 /*
  * The ring, in page-locked host memory the device maps (struct kring in
- * kring.cu). The host writes head and stop, the device the words after
- * them, each side in a cache line of its own.
+ * kring.cu). The host writes stop and the slots, the device the words
+ * after stop, each side in cache lines of its own.
  */
 struct gpu_kring {
-	uint64_t head;		/* passes posted */
 	uint64_t stop;		/* 1: leave once every posted pass is done */
-	uint64_t pad0[14];
+	uint64_t pad0[15];
 	uint64_t tail;		/* passes done */
 	uint64_t ticket;	/* newest ticket done */
 	uint64_t running;	/* 1 from a start until the kernel leaves */
@@ -103,7 +124,9 @@ struct gpu_kring {
 struct gpu_kring_host {
 	struct gpu_kring *r;	/* NULL: no resident kernel */
 	uint64_t r_dev;		/* its device address */
-	uint64_t posted;	/* head as the host last wrote it */
+	uint64_t posted;	/* passes posted */
+	uint32_t n;		/* descriptors in the open pass */
+	uint32_t flags;		/* the open pass's */
 	uint64_t last_ticket;	/* newest ticket posted */
 	bool open;		/* slot posted % SLOTS is being filled */
 	bool dirty;		/* passes posted since last_ticket */

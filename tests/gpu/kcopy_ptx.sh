@@ -61,21 +61,44 @@ grep -q '^\.visible \.entry dbr_kring($' "$TMPD/kring.ptx" && pass "entry dbr_kr
 grep -q '^\.version 7\.0$' "$TMPD/kring.ptx" && grep -q '^\.target sm_70$' "$TMPD/kring.ptx" &&
 	pass "resident kernel: PTX ISA 7.0, sm_70, as the launch kernel" ||
 	fail "resident kernel: $(grep -E '^\.(version|target)' "$TMPD/kring.ptx" | paste -sd' ')"
-# head and stop read with acquire at system scope; after a pass the block
-# meets, and one system-scope fence (cumulative: every thread's stores are
-# ordered before it by the barrier) comes before the ticket and tail tell
-# the host
+# The slots' first lines polled with relaxed loads at system scope, an
+# acquire fence after a line found posted, stop read with acquire; after a
+# round the block meets, and one system-scope fence (cumulative: every
+# thread's stores are ordered before it by the barrier) comes before the
+# ticket and tail (ring offsets 136 and 128) tell the host. The compiler
+# lays the tail's store out where it likes, so the check follows branches:
+# every way into the tail's block leaves from after the fence.
 acq=$(grep -c 'ld\.acquire\.sys\.global\.u64' "$TMPD/kring.ptx")
-rel=$(grep -c 'st\.relaxed\.sys\.global\.u64' "$TMPD/kring.ptx")
-order=$(grep -E 'membar\.|bar\.sync|st\.relaxed\.sys' "$TMPD/kring.ptx" | grep -v '@' |
-	tr -d ' \t' | sed 's/[%][a-z0-9]*//g' | paste -sd' ')
-case "$order" in
-*"bar.sync0; membar.sys; st.relaxed.sys.global.u64[],; st.relaxed.sys.global.u64[],;"*) end=ok ;;
-*) end=$order ;;
-esac
-[ "$acq" -ge 3 ] && [ "$rel" -ge 4 ] && [ "$end" = ok ] &&
-	pass "resident kernel: $acq acquire loads; a pass ends at the barrier, one system-scope fence, then the ticket and tail" ||
-	fail "resident kernel: $acq acquire loads, $rel relaxed stores, in order: $end"
+rlx=$(grep -c 'ld\.relaxed\.sys\.global\.u64' "$TMPD/kring.ptx")
+afence=$(grep -c 'fence\.acq_rel\.sys;' "$TMPD/kring.ptx")
+end=$(awk '
+	/^\$L__BB[0-9_]+:$/ { label = substr($1, 1, length($1) - 1); last_label = NR }
+	/bar\.sync/ { bar = NR }
+	/membar\.sys;/ { fence = NR; st_since = 0 }
+	/st\.relaxed\.sys\.global\.u64/ && bar > fence { st_bad = 1 }
+	/add\.s64.*, 136;$/ { t_reg = $2; sub(",", "", t_reg); t_add = NR }
+	/add\.s64.*, 128;$/ { l_reg = $2; sub(",", "", l_reg); l_add = NR; l_label = label }
+	/st\.relaxed\.sys\.global\.u64/ {
+		if (NR == t_add + 1 && index($0, "[" t_reg "]")) ticket = NR
+		if (NR == l_add + 1 && index($0, "[" l_reg "]")) { tail = NR; tail_label = l_label; tail_label_line = last_label }
+	}
+	{ line[NR] = $0 }
+	END {
+		if (!ticket || !tail) { print "no ticket or tail store"; exit }
+		if (ticket < fence || fence < bar) { print "ticket store not after the barrier and fence"; exit }
+		# the block holding the tail store: reached only from after the fence
+		if (tail_label_line > 1 && line[tail_label_line - 1] !~ /bra/ && tail_label_line - 1 < fence) {
+			print "the tail block is fallen into before the fence"; exit
+		}
+		for (i = 1; i <= NR; i++)
+			if (line[i] ~ ("bra(\\.uni)?[ \t]+\\" tail_label ";") && i < fence) {
+				print "a branch into the tail block before the fence (line " i ")"; exit
+			}
+		print "ok"
+	}' "$TMPD/kring.ptx")
+[ "$acq" -ge 1 ] && [ "$rlx" -ge 1 ] && [ "$afence" -ge 1 ] && [ "$end" = ok ] &&
+	pass "resident kernel: slots polled relaxed ($rlx), acquire fence after ($afence), stop acquired ($acq); a round ends at the barrier, one system-scope fence, then the ticket and tail" ||
+	fail "resident kernel: $rlx relaxed loads, $afence acquire fences, $acq acquire loads; the round's end: $end"
 grep -q 'ld\.global\.cv\.v4\.u32' "$TMPD/kring.ptx" &&
 	pass "resident kernel: host memory read around the caches (ld.global.cv)" ||
 	fail "resident kernel: no ld.global.cv.v4 for host memory"

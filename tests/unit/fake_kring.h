@@ -70,18 +70,51 @@ static void fr_set(uint64_t *p, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/*
+ * Is pass seq there? As the kernel reads a slot's first line (its words in
+ * any order, here the header last), every word it uses must carry the
+ * pass's tag; then, past an acquire fence, so must every descriptor after
+ * the line, which the host stores before the header (fr.bad counts one
+ * that does not). *hdr: the header carries the tag.
+ */
+static bool fr_posted(struct gpu_kring *r, uint64_t seq, bool *hdr)
+{
+	struct gpu_kpass *p = &r->slot[seq % GPU_KRING_SLOTS];
+	uint32_t tag = gpu_kring_tag(seq), n, i;
+	uint64_t w[GPU_KPASS_EAGER + 2];
+	bool ok;
+
+	for (i = GPU_KPASS_EAGER + 2; i-- > 0;)
+		w[i] = __atomic_load_n((uint64_t *)p + i, __ATOMIC_RELAXED);
+	*hdr = w[1] >> 63 == tag;
+	n = (uint32_t)w[1];
+	ok = *hdr && (w[0] & 1) == tag && n <= GPU_KCOPY_MAX;
+	for (i = 0; ok && i < n && i < GPU_KPASS_EAGER; i++)
+		ok = (uint32_t)w[2 + i] >> 31 == tag;
+	if (!ok)
+		return false;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (; i < n; i++)
+		if (p->d[i].off >> 31 != tag)
+			fr.bad++;
+	return true;
+}
+
 /* 0: pass seq is posted; 1: leave (stop, or idle with nothing posted) */
 static int fr_wait_posted(struct gpu_kring *r, uint64_t seq)
 {
 	uint64_t t0 = gpu_now_ns();
+	bool hdr;
 
-	while (fr_get(&r->head) == seq) {
+	while (!fr_posted(r, seq, &hdr)) {
+		if (hdr)
+			continue;
 		if (fr_get(&r->stop))
 			return 1;
 		if (gpu_now_ns() - t0 > fr.idle_ns) {
 			fr_set(&r->running, 0);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (fr_get(&r->head) == seq)
+			if (!fr_posted(r, seq, &hdr) && !hdr)
 				return 1;
 			fr_set(&r->running, 1);
 			return 0;
@@ -91,48 +124,75 @@ static int fr_wait_posted(struct gpu_kring *r, uint64_t seq)
 	return 0;
 }
 
+/* A pass's n and flags (its header's tag taken off), its ticket. */
+static uint32_t fr_n(const struct gpu_kpass *p)
+{
+	return (uint32_t)p->hdr;
+}
+
+static uint32_t fr_flags(const struct gpu_kpass *p)
+{
+	return (uint32_t)(p->hdr >> 32) & ~GPU_KRING_TAG_BIT;
+}
+
+static uint64_t fr_ticket(const struct gpu_kpass *p)
+{
+	return p->ticket >> 1;
+}
+
 static void fr_run_pass(struct gpu_kpass *p, uint64_t *ticket)
 {
+	uint64_t t = fr_ticket(p);
 	unsigned int i;
 
-	if (p->n > GPU_KCOPY_MAX || (p->ticket && p->ticket <= *ticket))
+	if (fr_n(p) > GPU_KCOPY_MAX || (t && t <= *ticket))
 		fr.bad++;
-	for (i = p->n; i-- > 0;) {
-		uint64_t off = (uint64_t)p->d[i].off * GPU_KCOPY_ALIGN;
+	for (i = fr_n(p); i-- > 0;) {
+		uint64_t off = (uint64_t)(p->d[i].off & ~GPU_KRING_TAG_BIT) *
+			       GPU_KCOPY_ALIGN;
 		size_t len = desc_len(&p->d[i]);
 		bool to_host = p->d[i].len & GPU_KDESC_D2H;
 
 		memcpy((to_host ? fr.host : fr.dev) + off,
 		       (to_host ? fr.dev : fr.host) + off, len);
 	}
-	if (p->ticket)
-		*ticket = p->ticket;
+	if (t)
+		*ticket = t;
 	fr.passes++;
 }
 
 /*
- * One round, as dbr_kring takes it: every pass posted, up to one marked
- * ordered after the first; here the round's passes run last first, so a
- * pass the host should have marked and did not shows as bytes out of order.
+ * One round, as dbr_kring takes it: the passes posted from seq on, up to
+ * one marked ordered after the first, as many as the kernel's poll reads
+ * (POLL_SLOTS in kring.cu: 4); here the round's passes run last first, so
+ * a pass the host should have marked and did not shows as bytes out of
+ * order.
  */
-static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq, uint64_t head,
+#define FR_POLL_SLOTS	4u
+
+static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq,
 			     uint64_t *ticket)
 {
-	uint64_t take, j, last = *ticket;
+	uint64_t take, j, last = *ticket, posted;
+	bool hdr;
 
 	__atomic_add_fetch(&fr.begun, 1, __ATOMIC_RELEASE);
-	if (head - seq > GPU_KRING_SLOTS)
-		fr.bad++;
-	if (head - seq > fr.most_posted)
-		fr.most_posted = (unsigned int)(head - seq);
-	for (take = 1; take < head - seq && take < GPU_KRING_SLOTS; take++)
-		if (r->slot[(seq + take) % GPU_KRING_SLOTS].flags & GPU_KPASS_ORDERED)
+	for (posted = 1; posted < GPU_KRING_SLOTS; posted++)
+		if (!fr_posted(r, seq + posted, &hdr))
+			break;
+	if (posted > fr.most_posted)
+		fr.most_posted = (unsigned int)posted;
+	for (take = 1; take < posted && take < FR_POLL_SLOTS; take++)
+		if (fr_flags(&r->slot[(seq + take) % GPU_KRING_SLOTS]) & GPU_KPASS_ORDERED)
 			break;
 	if (fr.delay_us)
 		usleep(fr.delay_us);
 	for (j = take; j-- > 0;) {
 		uint64_t t = last;
 
+		/* the host refills a slot only once the kernel is done with it */
+		if (!fr_posted(r, seq + j, &hdr))
+			fr.bad++;
 		fr_run_pass(&r->slot[(seq + j) % GPU_KRING_SLOTS], &t);
 		if (t > *ticket)
 			*ticket = t;
@@ -147,7 +207,7 @@ static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq, uint64_t head,
 static void *fr_kernel(void *prev)
 {
 	struct gpu_kring *r = fr.r;
-	uint64_t seq, ticket = 0, head;
+	uint64_t seq, ticket = 0;
 
 	if (prev) {
 		pthread_join(*(pthread_t *)prev, NULL);
@@ -160,8 +220,7 @@ static void *fr_kernel(void *prev)
 		uint64_t first = seq;
 		unsigned int j;
 
-		head = fr_get(&r->head);
-		seq += fr_run_round(r, seq, head, &ticket);
+		seq += fr_run_round(r, seq, &ticket);
 		if (!fr.stats)
 			continue;
 		/* the diagnostic build's counts; a microsecond per phase */
@@ -169,7 +228,7 @@ static void *fr_kernel(void *prev)
 		r->stats[GPU_KSTAT_PASSES] += seq - first;
 		for (j = 0; j < seq - first; j++)
 			r->stats[GPU_KSTAT_DESCS] +=
-				r->slot[(first + j) % GPU_KRING_SLOTS].n;
+				fr_n(&r->slot[(first + j) % GPU_KRING_SLOTS]);
 		r->stats[GPU_KSTAT_READ_NS] += 1000;
 		r->stats[GPU_KSTAT_COPY_NS] += 1000;
 		r->stats[GPU_KSTAT_FENCE_NS] += 1000;

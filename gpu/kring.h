@@ -61,7 +61,7 @@
  * How the kernel finds a pass posted: a slot's first 64-byte line holds
  * the pass's header and its first GPU_KPASS_EAGER descriptors, and every
  * 8-byte word of it carries the use of the slot it was written for
- * (GPU_KRING_TAG: the pass's sequence number / GPU_KRING_SLOTS, its low bit).
+ * (gpu_kring_tag: the pass's sequence number / GPU_KRING_SLOTS, its low bit).
  * One read of the line across PCIe then both says that the pass is posted
  * and brings it, where a poll of a head word and a read of the slot after
  * it took two trips, one after the other. The GPU may see the words of a

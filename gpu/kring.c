@@ -85,18 +85,27 @@ size_t gpu_kring_size(void)
 	return (sizeof(struct gpu_kring) + page - 1) / page * page;
 }
 
-/*
- * A slot's first line as though written for its use before the first, so
- * that no word of fresh memory passes for pass 0..GPU_KRING_SLOTS-1.
- */
-static void stamp_slot(struct gpu_kpass *p, uint32_t tag)
+/* A tag as the bit a descriptor's off and a header's flags carry it in */
+static uint32_t tag_bit(uint32_t tag)
 {
-	unsigned int i;
+	return tag ? GPU_KRING_TAG_BIT : 0;
+}
 
-	p->ticket = tag;
-	p->hdr = (uint64_t)(tag ? GPU_KRING_TAG_BIT : 0) << 32;
-	for (i = 0; i < GPU_KPASS_EAGER; i++)
-		p->d[i] = (struct gpu_kdesc){ .off = tag ? GPU_KRING_TAG_BIT : 0 };
+/*
+ * Seal a slot's first line for a pass of n descriptors (stored already)
+ * with tag: the line's words the pass leaves unused, then its ticket, then
+ * the header word, last and with release semantics.
+ */
+static void seal_line(struct gpu_kpass *p, uint32_t n, uint32_t flags,
+		      uint64_t ticket, uint32_t tag)
+{
+	uint32_t i;
+
+	for (i = n; i < GPU_KPASS_EAGER; i++)
+		p->d[i] = (struct gpu_kdesc){ .off = tag_bit(tag) };
+	p->ticket = ticket << 1 | tag;
+	__atomic_store_n(&p->hdr, n | (uint64_t)(flags | tag_bit(tag)) << 32,
+			 __ATOMIC_RELEASE);
 }
 
 void gpu_kring_init(struct gpu_kring_host *k, struct gpu_kring *r,
@@ -105,8 +114,13 @@ void gpu_kring_init(struct gpu_kring_host *k, struct gpu_kring *r,
 	unsigned int s;
 
 	*k = (struct gpu_kring_host){ .r = r, .r_dev = r_dev };
+	/*
+	 * each line as an empty pass of the slot's use before the first, so
+	 * that no word of fresh memory passes for pass 0..GPU_KRING_SLOTS-1
+	 */
 	for (s = 0; s < GPU_KRING_SLOTS; s++)
-		stamp_slot(&r->slot[s], gpu_kring_tag(s - (uint64_t)GPU_KRING_SLOTS));
+		seal_line(&r->slot[s], 0, 0, 0,
+			  gpu_kring_tag(s - (uint64_t)GPU_KRING_SLOTS));
 }
 
 static uint64_t load_acquire(const uint64_t *p)
@@ -122,12 +136,6 @@ bool gpu_kring_room(const struct gpu_kring_host *k)
 static struct gpu_kpass *open_pass(const struct gpu_kring_host *k)
 {
 	return &k->r->slot[k->posted % GPU_KRING_SLOTS];
-}
-
-/* The open pass's tag, in the place a descriptor's off or flags keep it */
-static uint32_t open_tag(const struct gpu_kring_host *k)
-{
-	return gpu_kring_tag(k->posted) ? GPU_KRING_TAG_BIT : 0;
 }
 
 bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c)
@@ -147,27 +155,11 @@ bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c)
 		return false;
 	/* off < 2^31 units: kcopy_setup takes no buffer of 32 GiB or more */
 	p->d[k->n++] = (struct gpu_kdesc){
-		.off = (uint32_t)(c->off / GPU_KCOPY_ALIGN) | open_tag(k),
+		.off = (uint32_t)(c->off / GPU_KCOPY_ALIGN) |
+		       tag_bit(gpu_kring_tag(k->posted)),
 		.len = c->dir == GPU_D2H ? len | GPU_KDESC_D2H : len,
 	};
 	return true;
-}
-
-/*
- * Seal the open pass: the first line's words it left unused get this
- * use's tag too, then the ticket, then the header word, last and with
- * release semantics.
- */
-static void seal_pass(struct gpu_kring_host *k, uint64_t ticket)
-{
-	struct gpu_kpass *p = open_pass(k);
-	uint32_t tag = open_tag(k), i;
-
-	for (i = k->n; i < GPU_KPASS_EAGER; i++)
-		p->d[i] = (struct gpu_kdesc){ .off = tag };
-	p->ticket = ticket << 1 | gpu_kring_tag(k->posted);
-	__atomic_store_n(&p->hdr, k->n | (uint64_t)(k->flags | tag) << 32,
-			 __ATOMIC_RELEASE);
 }
 
 /*
@@ -185,7 +177,7 @@ bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket)
 		k->n = 0;
 		k->flags = 0;	/* no copies: nothing to order */
 	}
-	seal_pass(k, ticket);
+	seal_line(open_pass(k), k->n, k->flags, ticket, gpu_kring_tag(k->posted));
 	k->open = false;
 	k->posted++;
 	k->dirty = !ticket;

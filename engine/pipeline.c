@@ -255,11 +255,14 @@ static void flush_pass(struct dbr_pipe *p)
 
 /*
  * The open pass goes at once where sending it costs no runtime call and no
- * wait (gpu_stream_posts_free: the resident kernel, a ring slot free): its
- * copies then start as soon as the ring has finished the reads, while fio
- * goes on queueing, instead of when the engine next runs out of finished
- * I/O. Nothing is lost by small passes there: the kernel takes every pass
- * posted as one round. With every slot in flight the pass grows instead.
+ * wait and makes the kernel's next round (gpu_stream_posts_free: the
+ * resident kernel, fewer than a round's passes waiting): its copies then
+ * start as soon as the ring has finished the reads, while fio goes on
+ * queueing, instead of when the engine next runs out of finished I/O.
+ * Nothing is lost by small passes there: the kernel takes the passes posted
+ * as one round. With a round's passes waiting the pass grows instead:
+ * posted, it would wait for that round anyway, and passes of one copy each
+ * (a collect of one I/O per call) would fill every slot of the ring.
  */
 static void flush_if_free(struct dbr_pipe *p)
 {
@@ -399,7 +402,6 @@ static void reap_ring(struct dbr_pipe *p, bool enter)
 		for (i = 0; i < n; i++)
 			finish_ring_io(p, done[i]->owner);
 	} while (n == 64);
-	flush_if_free(p);
 }
 
 /*
@@ -415,8 +417,7 @@ int dbr_pipe_submit(struct dbr_pipe *p)
 		return ret;
 	if (dbr_ring_inflight(p->ring))
 		reap_ring(p, false);
-	else
-		flush_if_free(p);
+	flush_if_free(p);
 	return ret;
 }
 
@@ -603,6 +604,32 @@ int dbr_pipe_getevents_direct(struct dbr_pipe *p, struct dbr_pio **done,
 	return getevents_end(p, n, ret);
 }
 
+/*
+ * Reads the ring has finished start their copies now, even while earlier
+ * I/O waits to be collected: fio collects one I/O a call by default, and
+ * reads left on the ring until the ready queue emptied had the whole depth
+ * finish, copy and come back in step, the copies' time a wait every round
+ * (H200, zram, 4k reads at 8 threads: 0.64 of fio before, 0.78 after).
+ * With I/O ready, what commit left goes in first, in the enter that also
+ * runs the kernel's deferred completions, and the reap only reads the CQ:
+ * an enter of its own each call, where the kernel flagged completions
+ * held back, cost writes more than it brought.
+ */
+static int reap_collecting(struct dbr_pipe *p)
+{
+	bool ready = p->ready.head;
+	int ret;
+
+	if (ready && dbr_ring_unsubmitted(p->ring)) {
+		ret = dbr_ring_submit(p->ring, 0);
+		if (ret < 0)
+			return ret;
+	}
+	reap_ring(p, !ready);
+	flush_if_free(p);
+	return 0;
+}
+
 int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
 			      unsigned int min, unsigned int max)
 {
@@ -621,9 +648,9 @@ int dbr_pipe_getevents_copies(struct dbr_pipe *p, struct dbr_pio **done,
 			if (wait_failed(ret))
 				break;
 		}
-		/* hand over what an earlier reap left before reaping more */
-		if (!p->ready.head)
-			reap_ring(p, true);
+		ret = reap_collecting(p);
+		if (wait_failed(ret))
+			break;
 		advance_post(p);
 		n += collect(p, done + n, max - n);
 		if (n >= min || dbr_pipe_idle(p))

@@ -23,7 +23,8 @@
  * finishes them, and goes to the runtime when it is full (half the depth, or
  * DBR_FENCE_BYTES) or when the engine is about to wait: so passes grow to
  * full size whatever fio's batching options (see add_to_pass). Where sending
- * a pass costs no runtime call (the resident copy kernel) it goes at once.
+ * a pass costs no runtime call (the resident copy kernel) it goes at once,
+ * unless a round's worth of passes already waits there (flush_if_free).
  * A pass queues its copies in rounds (an I/O's second copy touches the bytes
  * of its first, so it goes in the next batch), and one fence covers up to
  * DBR_FENCE_BYTES of them.

@@ -133,6 +133,11 @@ bool gpu_kring_room(const struct gpu_kring_host *k)
 	return k->open || k->posted - load_acquire(&k->r->tail) < GPU_KRING_SLOTS;
 }
 
+bool gpu_kring_next_round(const struct gpu_kring_host *k)
+{
+	return k->open || k->posted - load_acquire(&k->r->tail) < GPU_KRING_ROUND;
+}
+
 static struct gpu_kpass *open_pass(const struct gpu_kring_host *k)
 {
 	return &k->r->slot[k->posted % GPU_KRING_SLOTS];

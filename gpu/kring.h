@@ -37,6 +37,8 @@
 
 /* Passes posted and not yet done, at most. */
 #define GPU_KRING_SLOTS		8u
+/* Passes one round takes at most: the slots a poll reads (kring.cu's POLL_SLOTS). */
+#define GPU_KRING_ROUND		4u
 /* The kernel's block. */
 #define GPU_KRING_THREADS	512u
 /* The kernel leaves after this long with nothing posted. */
@@ -149,6 +151,14 @@ void gpu_kring_init(struct gpu_kring_host *k, struct gpu_kring *r,
 
 /* Is there a slot free for the next pass (none open)? */
 bool gpu_kring_room(const struct gpu_kring_host *k);
+
+/*
+ * Would a pass posted now make the kernel's next round: one is open, or
+ * fewer passes than a round takes (GPU_KRING_ROUND) are posted and not
+ * done. Past that a pass posted now waits a round more anyway, and passes
+ * of a copy or two each, one per collect, would fill every slot.
+ */
+bool gpu_kring_next_round(const struct gpu_kring_host *k);
 
 /*
  * Add copy c (one gpu_kcopy_takes took) to the open pass, opening one

@@ -495,7 +495,8 @@ bool gpu_stream_posts_free(const struct gpu_stream *s, size_t len)
 {
 	struct gpu_copy c = { .off = 0, .len = len };
 
-	return s->kr.r && gpu_kcopy_takes(s->mode, &c) && gpu_kring_room(&s->kr);
+	return s->kr.r && gpu_kcopy_takes(s->mode, &c) &&
+	       gpu_kring_next_round(&s->kr);
 }
 
 enum gpu_copy_mode gpu_stream_copy_mode(const struct gpu_stream *s,

@@ -192,8 +192,9 @@ int gpu_stream_drain(struct gpu_stream *s);
 
 /*
  * Would a pass of copies of up to len bytes each go to the GPU now for a
- * few stores to host memory, with no runtime call and no wait: the
- * resident kernel takes copies that size and its ring has a slot free.
+ * few stores to host memory, with no runtime call and no wait, in time for
+ * the kernel's next round: the resident kernel takes copies that size and
+ * fewer than a round's passes wait on its ring (gpu_kring_next_round).
  * Then there is no reason to hold copies back to gather a larger pass.
  */
 bool gpu_stream_posts_free(const struct gpu_stream *s, size_t len);

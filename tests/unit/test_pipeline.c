@@ -997,6 +997,73 @@ static void run_resident(void)
 	CHECK(!fr.have_th, "resident: the kernel left with the stream");
 }
 
+/*
+ * Queue one I/O of op on block b and commit it as fio does when that took
+ * its last free io_u: commit leaves the submit to the getevents that follows.
+ */
+static void queue_held(struct job *j, enum dbr_op op, unsigned int b)
+{
+	int slot = free_slot(j);
+
+	j->io[slot] = (struct dbr_pio){
+		.req = { .op = op, .fd = j->fd, .len = BS,
+			 .off = (uint64_t)b * BS,
+			 .addr = (uintptr_t)j->s.buf.host + (size_t)slot * BS },
+		.off = (size_t)slot * BS,
+	};
+	j->qseq[slot] = ++j->next_seq;
+	j->busy[slot] = true;
+	CHECK(dbr_pipe_queue(&j->s.pipe, &j->io[slot]) == 0, "queued");
+	dbr_pipe_commit(&j->s.pipe);
+}
+
+/*
+ * fio collects one I/O a call by default and queues one after each: reads
+ * the ring finishes while earlier I/O still waits to be collected must
+ * start their copies then, not once the ready queue is empty (which had a
+ * whole depth of reads finish, copy and come back in step, the copies' time
+ * a wait every round). Reads whose copies are done wait ready; collects of
+ * one, each followed by a read queued and committed as fio does, must post
+ * the copies of the reads they queued while I/O is still ready.
+ */
+static void run_reap_while_ready(void)
+{
+	unsigned int b, first = 8, tries;
+	unsigned long posted;
+	struct job j;
+
+	fake_rrt_init();
+	fr_reset(0, 1000000000);
+	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 19);
+	j.max = 1;
+	for (b = 0; b < first; b++)
+		queue_committed(&j, DBR_OP_READ, b);
+	/* every read off the ring and copied, without a collect */
+	for (tries = 0; tries < 1000 && (j.s.ring.inflight ||
+					 j.s.pipe.post.head); tries++) {
+		dbr_pipe_getevents(&j.s.pipe, NULL, 0, 0);
+		usleep(1000);
+	}
+	CHECK(!j.s.ring.inflight && !j.s.pipe.post.head,
+	      "reap while ready: %u reads off the ring and copied without a collect (%u on the ring, after %u reaps)",
+	      first, dbr_ring_inflight(&j.s.ring), tries);
+	posted = stream_copies(&j.s.pipe);
+	for (tries = 0; tries < first / 2; tries++) {
+		collect(&j, 1);
+		queue_held(&j, DBR_OP_READ, b++);
+		usleep(2000);
+	}
+	CHECK(stream_copies(&j.s.pipe) > posted && j.s.pipe.ready.head,
+	      "reap while ready: collects of one with a read queued after each: %lu of their %u reads' copies posted, I/O still ready",
+	      stream_copies(&j.s.pipe) - posted, tries);
+	drain_job(&j);
+	CHECK(!j.out_of_order && j.came_back == b && !j.twice && !j.errors &&
+	      !j.with_copy_pending,
+	      "reap while ready: then all %lu back once, in order, none with a copy pending",
+	      j.came_back);
+	job_exit(&j);
+}
+
 int main(void)
 {
 	int before = count_fds();
@@ -1016,6 +1083,7 @@ int main(void)
 	run_pass_growth("reads, slow copies", FAKE_STUCK, DBR_OP_READ);
 	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
 	run_resident();
+	run_reap_while_ready();
 	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",
 	      before, count_fds());
 	return check_done("test_pipeline");

@@ -915,6 +915,12 @@ static void test_resident_full(void)
 	 */
 	fr.delay_us = 20000;
 	for (i = 0; i < GPU_KRING_SLOTS; i++) {
+		if (i == GPU_KRING_ROUND - 1 || i == GPU_KRING_ROUND)
+			CHECK(gpu_kring_room(&s.kr) &&
+			      gpu_stream_posts_free(&s, BLK) == (i < GPU_KRING_ROUND),
+			      "%u passes in flight, slots free: a pass %s (it %s the next round)",
+			      i, i < GPU_KRING_ROUND ? "posts free" : "does not post free",
+			      i < GPU_KRING_ROUND ? "makes" : "would wait past");
 		gpu_stream_copy(&s, GPU_H2D, (40 + i) * BLK, BLK);
 		gpu_stream_submit(&s);
 	}

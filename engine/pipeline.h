@@ -100,6 +100,7 @@ struct dbr_pipe {
 	struct dbr_pfifo ready;	/* done, not yet collected */
 	struct dbr_pio **pass;	/* the open copy pass: I/O whose copies wait */
 	unsigned int nr_pass, depth;
+	unsigned int pass_reads;	/* of them reads (copies after the ring) */
 	size_t pass_bytes;	/* what the open pass moves */
 	size_t pass_max;	/* its largest I/O */
 	unsigned int full_pass;	/* I/O that make a pass go at once */

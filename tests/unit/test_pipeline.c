@@ -1064,6 +1064,52 @@ static void run_reap_while_ready(void)
 	job_exit(&j);
 }
 
+/*
+ * The same hand-over with writes: a collect of one while I/O is ready
+ * reaps no read, so the writes queued meanwhile keep gathering in the open
+ * pass (posted one collect at a time, a copy a pass, they cost more than
+ * their early start gained on the H200); it goes once nothing is ready,
+ * before the engine waits.
+ */
+static void run_writes_gather_while_ready(void)
+{
+	unsigned int b, first = 8, tries, held;
+	unsigned long passes;
+	struct job j;
+
+	fake_rrt_init();
+	fr_reset(0, 1000000000);
+	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 23);
+	j.max = 1;
+	held = j.s.pipe.full_pass - 1;	/* one more would fill the pass */
+	for (b = 0; b < first; b++)
+		queue_committed(&j, DBR_OP_WRITE, b);
+	for (tries = 0; tries < 1000 && (j.s.ring.inflight || j.s.pipe.pre.head);
+	     tries++) {
+		dbr_pipe_getevents(&j.s.pipe, NULL, 0, 0);
+		usleep(1000);
+	}
+	CHECK(!j.s.ring.inflight && !j.s.pipe.pre.head && j.s.pipe.ready.head,
+	      "writes gather: %u writes copied, written and ready without a collect (after %u reaps)",
+	      first, tries);
+	passes = j.s.pipe.st.copy_passes;
+	for (tries = 0; tries < held; tries++) {
+		collect(&j, 1);
+		queue_held(&j, DBR_OP_WRITE, b++);
+		usleep(1000);
+	}
+	CHECK(j.s.pipe.st.copy_passes == passes && j.s.pipe.nr_pass == held &&
+	      j.s.pipe.ready.head,
+	      "writes gather: %u collects of one with a write queued after each, I/O still ready: %lu passes sent, %u copies gathering",
+	      held, j.s.pipe.st.copy_passes - passes, j.s.pipe.nr_pass);
+	drain_job(&j);
+	CHECK(!j.out_of_order && !j.early_write && j.came_back == b && !j.twice &&
+	      !j.errors && j.s.pipe.st.copy_passes > passes,
+	      "writes gather: then all %lu back once, in queue order, none on the ring before its copy, the gathered pass sent",
+	      j.came_back);
+	job_exit(&j);
+}
+
 int main(void)
 {
 	int before = count_fds();
@@ -1084,6 +1130,7 @@ int main(void)
 	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
 	run_resident();
 	run_reap_while_ready();
+	run_writes_gather_while_ready();
 	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",
 	      before, count_fds());
 	return check_done("test_pipeline");

@@ -823,8 +823,11 @@ static void run_sync_behind_slow_writes(void)
 	job_exit(&j);
 }
 
-/* Queue one I/O of op on block b, commit and submit it, as fio does. */
-static void queue_committed(struct job *j, enum dbr_op op, unsigned int b)
+/*
+ * Queue one I/O of op on block b and commit it as fio does when that took
+ * its last free io_u: commit leaves the submit to the getevents that follows.
+ */
+static void queue_held(struct job *j, enum dbr_op op, unsigned int b)
 {
 	int slot = free_slot(j);
 
@@ -838,6 +841,12 @@ static void queue_committed(struct job *j, enum dbr_op op, unsigned int b)
 	j->busy[slot] = true;
 	CHECK(dbr_pipe_queue(&j->s.pipe, &j->io[slot]) == 0, "queued");
 	dbr_pipe_commit(&j->s.pipe);
+}
+
+/* Queue one I/O of op on block b, commit and submit it, as fio does. */
+static void queue_committed(struct job *j, enum dbr_op op, unsigned int b)
+{
+	queue_held(j, op, b);
 	dbr_pipe_submit(&j->s.pipe);
 }
 
@@ -998,23 +1007,31 @@ static void run_resident(void)
 }
 
 /*
- * Queue one I/O of op on block b and commit it as fio does when that took
- * its last free io_u: commit leaves the submit to the getevents that follows.
+ * A job over the resident kernel collecting one I/O a call, with n I/O of
+ * op queued, committed and all ready, none collected: true when they got
+ * there. With I/O ready a reap reads only the CQ, so the loop also enters
+ * (dbr_ring_ready), as the next submit would, for what the kernel holds back.
  */
-static void queue_held(struct job *j, enum dbr_op op, unsigned int b)
+static bool ready_job(struct job *j, enum dbr_op op, unsigned int n,
+		      unsigned int seed)
 {
-	int slot = free_slot(j);
+	unsigned int b, tries;
 
-	j->io[slot] = (struct dbr_pio){
-		.req = { .op = op, .fd = j->fd, .len = BS,
-			 .off = (uint64_t)b * BS,
-			 .addr = (uintptr_t)j->s.buf.host + (size_t)slot * BS },
-		.off = (size_t)slot * BS,
-	};
-	j->qseq[slot] = ++j->next_seq;
-	j->busy[slot] = true;
-	CHECK(dbr_pipe_queue(&j->s.pipe, &j->io[slot]) == 0, "queued");
-	dbr_pipe_commit(&j->s.pipe);
+	fake_rrt_init();
+	fr_reset(0, 1000000000);
+	job_init_on(j, &fake_resident_provider, FAKE_IN_ORDER, false, seed);
+	j->max = 1;
+	for (b = 0; b < n; b++)
+		queue_committed(j, op, b);
+	for (tries = 0; tries < 1000 && (j->s.ring.inflight ||
+					 j->s.pipe.pre.head ||
+					 j->s.pipe.post.head); tries++) {
+		dbr_ring_ready(&j->s.ring);
+		dbr_pipe_getevents(&j->s.pipe, NULL, 0, 0);
+		usleep(1000);
+	}
+	return !j->s.ring.inflight && !j->s.pipe.pre.head &&
+	       !j->s.pipe.post.head && j->s.pipe.ready.head;
 }
 
 /*
@@ -1028,27 +1045,15 @@ static void queue_held(struct job *j, enum dbr_op op, unsigned int b)
  */
 static void run_reap_while_ready(void)
 {
-	unsigned int b, first = 8, tries;
+	unsigned int b = DEPTH, tries;
 	unsigned long posted;
 	struct job j;
 
-	fake_rrt_init();
-	fr_reset(0, 1000000000);
-	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 19);
-	j.max = 1;
-	for (b = 0; b < first; b++)
-		queue_committed(&j, DBR_OP_READ, b);
-	/* every read off the ring and copied, without a collect */
-	for (tries = 0; tries < 1000 && (j.s.ring.inflight ||
-					 j.s.pipe.post.head); tries++) {
-		dbr_pipe_getevents(&j.s.pipe, NULL, 0, 0);
-		usleep(1000);
-	}
-	CHECK(!j.s.ring.inflight && !j.s.pipe.post.head,
-	      "reap while ready: %u reads off the ring and copied without a collect (%u on the ring, after %u reaps)",
-	      first, dbr_ring_inflight(&j.s.ring), tries);
+	CHECK(ready_job(&j, DBR_OP_READ, DEPTH, 19),
+	      "reap while ready: %u reads copied and ready, none collected",
+	      DEPTH);
 	posted = stream_copies(&j.s.pipe);
-	for (tries = 0; tries < first / 2; tries++) {
+	for (tries = 0; tries < DEPTH / 2; tries++) {
 		collect(&j, 1);
 		queue_held(&j, DBR_OP_READ, b++);
 		usleep(2000);
@@ -1073,25 +1078,14 @@ static void run_reap_while_ready(void)
  */
 static void run_writes_gather_while_ready(void)
 {
-	unsigned int b, first = 8, tries, held;
+	unsigned int b = DEPTH, tries, held;
 	unsigned long passes;
 	struct job j;
 
-	fake_rrt_init();
-	fr_reset(0, 1000000000);
-	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 23);
-	j.max = 1;
+	CHECK(ready_job(&j, DBR_OP_WRITE, DEPTH, 23),
+	      "writes gather: %u writes copied, written and ready, none collected",
+	      DEPTH);
 	held = j.s.pipe.full_pass - 1;	/* one more would fill the pass */
-	for (b = 0; b < first; b++)
-		queue_committed(&j, DBR_OP_WRITE, b);
-	for (tries = 0; tries < 1000 && (j.s.ring.inflight || j.s.pipe.pre.head);
-	     tries++) {
-		dbr_pipe_getevents(&j.s.pipe, NULL, 0, 0);
-		usleep(1000);
-	}
-	CHECK(!j.s.ring.inflight && !j.s.pipe.pre.head && j.s.pipe.ready.head,
-	      "writes gather: %u writes copied, written and ready without a collect (after %u reaps)",
-	      first, tries);
 	passes = j.s.pipe.st.copy_passes;
 	for (tries = 0; tries < held; tries++) {
 		collect(&j, 1);

@@ -231,7 +231,8 @@ static void run_pass(struct dbr_pipe *p)
  * (thinktime, rate) or ends. While earlier passes still hand back I/O the
  * open one grows, so passes settle at full size, two in flight at the usual
  * depths: one runs while fio works on what the other handed back. Where it
- * costs none (flush_if_free) it goes as soon as it has copies.
+ * costs none (flush_if_free) it goes as soon as it has copies, but while
+ * I/O waits to be collected only with reads in it (reap_collecting).
  */
 static bool pass_full(const struct dbr_pipe *p)
 {

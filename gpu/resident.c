@@ -129,7 +129,7 @@ static int resident_send(struct gpu_buf *b, struct gpu_stream *s, uint64_t ticke
 /*
  * All GPU_KRING_SLOTS passes are in flight: wait for the oldest, polling
  * (a round takes microseconds) for GPU_KRING_YIELD_NS before napping: a
- * 5 us nap also sleeps the thread's timer slack, 50 us by default. With
+ * 5 us nap may last the thread's timer slack longer, 50 us by default. With
  * passes of one copy each filling every slot and a nap per wait here, 4k
  * writes on zram ran at a sixth of their rate (H200); with this poll and
  * passes posted only for the kernel's next round (gpu_stream_posts_free)

@@ -128,14 +128,20 @@ static uint64_t load_acquire(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
+/* One pass is open, or fewer than max posted are not done yet. */
+static bool waiting_under(const struct gpu_kring_host *k, uint64_t max)
+{
+	return k->open || k->posted - load_acquire(&k->r->tail) < max;
+}
+
 bool gpu_kring_room(const struct gpu_kring_host *k)
 {
-	return k->open || k->posted - load_acquire(&k->r->tail) < GPU_KRING_SLOTS;
+	return waiting_under(k, GPU_KRING_SLOTS);
 }
 
 bool gpu_kring_next_round(const struct gpu_kring_host *k)
 {
-	return k->open || k->posted - load_acquire(&k->r->tail) < GPU_KRING_ROUND;
+	return waiting_under(k, GPU_KRING_ROUND);
 }
 
 static struct gpu_kpass *open_pass(const struct gpu_kring_host *k)

@@ -14,7 +14,10 @@
  * leaves out is fio (its accounting, io_u handling) and the engine's
  * pipeline, so the engine's figure over this one is what the engine costs.
  *
- *   ceiling read|write TARGET THREADS BS_MIB QD SECONDS SHARE_MIB
+ *   ceiling read|write TARGET THREADS BS_MIB QD SECONDS SHARE_MIB [AT_MIB]
+ *
+ * Thread i's share starts at AT_MIB (default 0) + i * SHARE_MIB, as fio's
+ * offset and offset_increment place a job's.
  *   cc -O2 -I$CUDA/include ceiling.c -L$CUDA/lib64/stubs -lcuda -luring \
  *      -lpthread -o ceiling
  *
@@ -43,7 +46,7 @@ static struct {
 	bool write;
 	const char *target;
 	unsigned int threads, qd;
-	size_t bs, share;
+	size_t bs, share, at;
 	double seconds;
 } cfg;
 
@@ -110,7 +113,7 @@ static void *work(void *arg)
 {
 	struct worker *w = arg;
 	unsigned int qd = cfg.qd, i, busy_copies = 0;
-	uint64_t base = w->index * cfg.share, cursor = 0;
+	uint64_t base = cfg.at + w->index * cfg.share, cursor = 0;
 	enum slot_state *state = calloc(qd, sizeof(*state));
 	CUevent *ev = calloc(qd, sizeof(*ev));
 	size_t len = (size_t)qd * cfg.bs;
@@ -215,8 +218,9 @@ int main(int argc, char **argv)
 	struct worker *w;
 	unsigned int i;
 
-	if (argc != 8 || (strcmp(argv[1], "read") && strcmp(argv[1], "write"))) {
-		fprintf(stderr, "usage: %s read|write TARGET THREADS BS_MIB QD SECONDS SHARE_MIB\n",
+	if ((argc != 8 && argc != 9) ||
+	    (strcmp(argv[1], "read") && strcmp(argv[1], "write"))) {
+		fprintf(stderr, "usage: %s read|write TARGET THREADS BS_MIB QD SECONDS SHARE_MIB [AT_MIB]\n",
 			TOOL);
 		return 2;
 	}
@@ -227,6 +231,7 @@ int main(int argc, char **argv)
 	cfg.qd = (unsigned int)atoi(argv[5]);
 	cfg.seconds = atof(argv[6]);
 	cfg.share = (size_t)atol(argv[7]) << 20;
+	cfg.at = argc == 9 ? (size_t)atol(argv[8]) << 20 : 0;
 	if (!cfg.threads || !cfg.bs || !cfg.qd || cfg.share < cfg.bs) {
 		fprintf(stderr, "%s: threads, bs and qd must be > 0, share >= bs\n",
 			TOOL);

@@ -144,13 +144,16 @@ kc_counts() {
 # kc_matrix NAME BSLIST RWLIST THREADS IMPLS REPEAT
 kc_matrix() {
 	local name=$1 bss=$2 rws=$3 njs=$4 impls=$5 reps=$6
-	local res=$W/kcopy-$name.txt tgt f rw bs nj rep impl out iops size
+	local res=$W/kcopy-$name.txt tgt f rw bs nj rep impl out iops size span
 	: >"$res"
 	for tgt in ${COPY_TARGETS:-shm zram}; do
 		f=$(kc_path "$tgt") || continue
 		[ -n "$f" ] || continue
+		# MiB to spread over: the file, or zram's data half (zram_target)
+		span=8192
+		[ "$tgt" = zram ] && span=$(($(cat /sys/block/zram0/disksize) / 2 >> 20))
 		for rw in $rws; do for bs in $bss; do for nj in $njs; do
-			size=$((8192 / nj))m
+			size=$((span / nj))m
 			for rep in $(seq 1 "$reps"); do for impl in $impls; do
 				out=$RUNS/kcopy-$name-$tgt-$rw-$bs-$nj-$impl-$rep
 				iops=$(kc_run "$out" "$impl" --name=k --filename="$f" \

@@ -15,11 +15,11 @@
  * pipeline, so the engine's figure over this one is what the engine costs.
  *
  *   ceiling read|write TARGET THREADS BS_MIB QD SECONDS SHARE_MIB [AT_MIB]
+ *   cc -O2 -I$CUDA/include ceiling.c -L$CUDA/lib64/stubs -lcuda -luring \
+ *      -lpthread -o ceiling
  *
  * Thread i's share starts at AT_MIB (default 0) + i * SHARE_MIB, as fio's
  * offset and offset_increment place a job's.
- *   cc -O2 -I$CUDA/include ceiling.c -L$CUDA/lib64/stubs -lcuda -luring \
- *      -lpthread -o ceiling
  *
  * Prints one line: GB/s and IOPS over all threads.
  */

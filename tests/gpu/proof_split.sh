@@ -45,15 +45,19 @@ else
 	fail "job_for: no [bounce-randwrite-4k-2t] with numjobs=2 in $wr"
 fi
 
-# lowest and highest byte a run's iolog touched, for ACTION (read, write)
+# lowest and highest byte a run's iolog touched, for ACTION (read, write);
+# fio's version 3 log: time, file, action, offset, length
 span_of() {
-	awk -v a="$2" '$2 == a { if (lo == "" || $3 < lo) lo = $3; if ($3 + $4 > hi) hi = $3 + $4 }
+	awk -v a="$2" 'NR > 1 && NF == 5 && $3 == a {
+			if (lo == "" || $4 < lo) lo = $4; if ($4 + $5 > hi) hi = $4 + $5 }
 		END { if (lo == "") print "none"; else print lo, hi }' "$1"
 }
 
 # run JOBFILE IMPL LOG: the job as scripts/perf runs it (its variables in
 # the environment; for fio's engine the job file's engine and this engine's
-# options swapped for io_uring's), for a second instead of ten
+# options swapped for io_uring's), for a second instead of ten, and in one
+# thread: a job's threads share its write_iolog and overwrite each other's
+# lines there
 run() {
 	local jf=$TMPD/run.fio
 
@@ -62,7 +66,7 @@ run() {
 			-e '/^gpu=/d;/^transfer=/d;/^gpu_sync=/d' "$1"
 	else
 		cat "$1"
-	fi | sed 's/^runtime=.*/runtime=1/' >"$jf"
+	fi | sed -e 's/^runtime=.*/runtime=1/' -e 's/^numjobs=.*/numjobs=1/' >"$jf"
 	DBR_ENGINE=$ENGINE DBR_GPU=host DBR_TRANSFER=bounce DBR_TARGET=$f \
 		DBR_SIZE=$READ_SPAN run_fio "$jf" --write_iolog="$3" >"$3.out" 2>&1
 }

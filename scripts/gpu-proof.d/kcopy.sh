@@ -1,7 +1,7 @@
 # scripts/gpu-proof kcopy: the copy kernel (gpu_copy=) on the bounce path, on
 # one GPU. Sourced by scripts/gpu-proof after the build ($FIO, $ENGINE, $CHECK,
-# $W, $RUNS, note, section, x, data_file, zram_target come from there). The
-# bounce mode's whole matrix runs with the kernel too:
+# $W, $RUNS, note, section, x, data_file, zram_target, zram_half come from
+# there). The bounce mode's whole matrix runs with the kernel too:
 # BOUNCE_SET=gpu_copy=kernel scripts/gpu-proof bounce.
 #
 # Parts (COPY_PARTS, default all four, in this order):
@@ -151,7 +151,7 @@ kc_matrix() {
 		[ -n "$f" ] || continue
 		# MiB to spread over: the file, or zram's data half (zram_target)
 		span=8192
-		[ "$tgt" = zram ] && span=$(($(cat /sys/block/zram0/disksize) / 2 >> 20))
+		[ "$tgt" = zram ] && span=$(($(zram_half) >> 20))
 		for rw in $rws; do for bs in $bss; do for nj in $njs; do
 			size=$((span / nj))m
 			for rep in $(seq 1 "$reps"); do for impl in $impls; do

@@ -15,11 +15,11 @@
 /*
  * Set-up flags to try, best first. SINGLE_ISSUER + DEFER_TASKRUN lets the
  * kernel run completion work only when we ask for events, which is exactly
- * when fio asks; TASKRUN_FLAG makes the kernel say in the SQ ring's flags
- * when such work is waiting, so that a wait polling the ring beside a copy
- * enters only when an enter would bring completions. COOP_TASKRUN avoids
- * IPIs on older kernels. Each older kernel answers EINVAL to flags it does
- * not know, so we step down.
+ * when fio asks. TASKRUN_FLAG, where the ring's params ask for it, makes
+ * the kernel say in the SQ ring's flags when such work is waiting, so that
+ * a reap with an empty CQ enters only when an enter would bring
+ * completions. COOP_TASKRUN avoids IPIs on older kernels. Each older kernel
+ * answers EINVAL to flags it does not know, so we step down.
  */
 #define DBR_SINGLE_TASK	(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | \
 			 IORING_SETUP_TASKRUN_FLAG)
@@ -66,6 +66,8 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 		/* SQPOLL submits from its own thread: no single issuer */
 		if (p->sqpoll || !p->single_issuer)
 			flags &= ~DBR_SINGLE_TASK;
+		if (!p->taskrun_flag)
+			flags &= ~IORING_SETUP_TASKRUN_FLAG;
 		ret = ring_try_init(r, p, flags);
 		if (ret != -EINVAL)
 			break;

@@ -352,10 +352,13 @@ static unsigned int dbr_pieces_max(struct thread_data *td)
 	return s.nr;
 }
 
-void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
-		     bool sync, struct dbr_sess_cfg *c)
+void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth,
+		     const struct gpu_provider *prov, bool p2p, bool sync,
+		     struct dbr_sess_cfg *c)
 {
 	struct dbr_options *o = td->eo;
+	/* as the pipeline plans: host memory (no runtime) is the device's */
+	bool copies = prov->rt && (!p2p || sync);
 
 	*c = (struct dbr_sess_cfg){
 		.ring = {
@@ -366,6 +369,8 @@ void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
 			/* fio submits and reaps from the job's own thread */
 			.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
 			.iopoll		= o->hipri,
+			/* a copy wait looks at the ring (ring.h says why) */
+			.taskrun_flag	= !copies,
 		},
 		.depth		= depth,
 		.nr_files	= dbr_nr_files(td),

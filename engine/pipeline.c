@@ -75,8 +75,7 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		.buf	= buf,
 		.p2p	= p2p,
 		.sync	= sync,
-		/* p2p without gpu_sync plans no copy: the direct path */
-		.copies	= !buf->host_is_device && (!p2p || sync),
+		.copies	= dbr_pipe_copies(!buf->host_is_device, p2p, sync),
 		.depth	= depth ? depth : 1,
 	};
 	p->full_pass = pass_threshold(p->depth);

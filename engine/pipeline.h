@@ -109,6 +109,16 @@ struct dbr_pipe {
 	bool stream_live;
 };
 
+/*
+ * Does a pipeline copy? Only for memory apart from the host's, and there
+ * for bounce or gpu_sync: p2p without gpu_sync plans no copy (the direct
+ * path). The session's set-up asks before the memory exists.
+ */
+static inline bool dbr_pipe_copies(bool device_memory, bool p2p, bool sync)
+{
+	return device_memory && (!p2p || sync);
+}
+
 int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  struct gpu_buf *buf, unsigned int depth, bool p2p,
 		  bool sync);

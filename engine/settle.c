@@ -357,8 +357,8 @@ void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth,
 		     struct dbr_sess_cfg *c)
 {
 	struct dbr_options *o = td->eo;
-	/* as the pipeline plans: host memory (no runtime) is the device's */
-	bool copies = prov->rt && (!p2p || sync);
+	/* host memory (a provider without a runtime) is the device's */
+	bool copies = dbr_pipe_copies(prov->rt != NULL, p2p, sync);
 
 	*c = (struct dbr_sess_cfg){
 		.ring = {

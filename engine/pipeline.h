@@ -112,7 +112,7 @@ struct dbr_pipe {
 /*
  * Does a pipeline copy? Only for memory apart from the host's, and there
  * for bounce or gpu_sync: p2p without gpu_sync plans no copy (the direct
- * path). The session's set-up asks before the memory exists.
+ * path). The session's ring set-up asks too, before the memory exists.
  */
 static inline bool dbr_pipe_copies(bool device_memory, bool p2p, bool sync)
 {

@@ -353,12 +353,11 @@ static unsigned int dbr_pieces_max(struct thread_data *td)
 }
 
 void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth,
-		     const struct gpu_provider *prov, bool p2p, bool sync,
+		     const struct gpu_buf *buf, bool p2p, bool sync,
 		     struct dbr_sess_cfg *c)
 {
 	struct dbr_options *o = td->eo;
-	/* host memory (a provider without a runtime) is the device's */
-	bool copies = dbr_pipe_copies(prov->rt != NULL, p2p, sync);
+	bool copies = dbr_pipe_copies(!buf->host_is_device, p2p, sync);
 
 	*c = (struct dbr_sess_cfg){
 		.ring = {

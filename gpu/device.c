@@ -114,7 +114,6 @@ int gpu_dev_alloc(struct gpu_buf *b)
 	if (ret < 0)
 		goto err_dev;
 	b->dev_addr = d->dptr;
-	b->host_is_device = false;
 	if (rt->describe)
 		rt->describe(b, d);
 	return 0;

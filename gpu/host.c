@@ -57,7 +57,6 @@ static int host_alloc(struct gpu_buf *b)
 		goto err_close;
 	}
 	b->priv = hp;
-	b->host_is_device = true;
 	return 0;
 
 err_close:

@@ -69,6 +69,8 @@ void gpu_buf_init(struct gpu_buf *b, const struct gpu_provider *prov,
 {
 	memset(b, 0, sizeof(*b));
 	b->prov = prov;
+	/* a provider without a runtime hands out host memory as the device's */
+	b->host_is_device = !prov->rt;
 	b->dev_id = dev_id;
 	b->dmabuf_fd = -1;
 	b->spin_ns = spin_ns;

@@ -71,7 +71,8 @@ struct gpu_buf {
 	size_t size;
 	int dev_id;
 	int dmabuf_fd;		/* -1 until exported */
-	bool host_is_device;	/* shadow is the device memory: no copies */
+	bool host_is_device;	/* shadow is the device memory: no copies
+				 * (gpu_buf_init: a provider without a runtime) */
 	long spin_ns;		/* a wait for copies spins this long, then
 				 * sleeps (< 0: never sleeps); set by init */
 	enum gpu_copy_mode copy_mode;	/* gpu_copy: how a copy stream over

@@ -4,7 +4,8 @@
 # (gpu=host transfer=bounce) or io_uring (suite.d/fio-as), in the fio tree
 # the engine was built against. Run: t/run-fio-tests.py over t/jobs, and
 # t/readonly.py, t/strided.py, t/latency_percentiles.py's cmdprio tests
-# (15-22, runtime cut to 1 s), fio's cmdprio examples. A test the control
+# (15-22, runtime cut to 1 s, an exact rank ruled as fio rules it:
+# suite.d/latency-copy), fio's cmdprio examples. A test the control
 # passes must pass here too, except the jobs refused by design:
 #   t0010, t0013  io_submit_mode=offload (fio refuses it for this engine:
 #                 a ring has one submitting thread)
@@ -29,13 +30,41 @@ jobs_ids=(1 3 4 5 7 8 15 16 17 18 19 20 21 22)
 refused_ids=(10 13 23 24)
 lat_ids=(15 16 17 18 19 20 21 22)
 [ -n "${DBR_SUITE_FULL:-}" ] && lat_ids=($(seq 1 22))
-# the latency tests at 1 s instead of 5: what they check is the shape of
-# fio's percentiles, not how long they ran
-sed 's/"runtime": *[0-9]*/"runtime": 1/' "$tree/t/latency_percentiles.py" >"$TMPD/latency_percentiles.py"
+# the latency tests at 1 s instead of 5, and fio's rank on an exact
+# boundary taken as fio takes it (suite.d/latency-copy says why)
+python3 "$SRCDIR/tests/fio/suite.d/latency-copy" "$tree/t/latency_percentiles.py" \
+	"$TMPD/latency_percentiles.py" || fail "fio's latency_percentiles.py: not the script latency-copy knows"
+# the boundary rule takes a neighbour at an exact rank, and only there
+(cd "$TMPD" && python3 - <<'PY'
+import sys
+sys.argv = ["latency_percentiles.py"]
+import latency_percentiles as lp
+T = lp.FioLatTest
+lat = list(range(1000, 4997)) + [1827161, 2440141, 5988196]
+assert lp.on_rank_boundary(T, 2441216, lat, "99.950000")          # N 4000: 3998th or 3999th
+assert not lp.on_rank_boundary(T, 5996544, lat, "99.950000")      # two away
+assert not lp.on_rank_boundary(T, 2441216, lat[1:], "99.950000")  # N 3999: no boundary
+PY
+) && pass "latency-copy: an exact rank may be either neighbour, and only there" ||
+	fail "latency-copy: the boundary rule is wrong"
 
 # results SIDE: "ID RESULT" lines of every script, as SIDE/NAME
 results() {
 	sed -n 's/^\**Test \([0-9]*\):* \(PASSED\|FAILED\).*/\1 \2/p' "$1"
+}
+
+# test_output LOG ID: what a script printed for test ID, up to its result
+test_output() {
+	awk -v id="$2" '
+		/^\**Test [0-9]+:? (PASSED|FAILED|SKIPPED)/ {
+			if ($0 ~ ("^\\**Test " id ":? ")) {
+				for (i = (n > 12 ? n - 12 : 0); i < n; i++) print buf[i % 12]
+				print; exit
+			}
+			n = 0; next
+		}
+		{ buf[n++ % 12] = $0 }
+	' "$1"
 }
 
 # side NAME ENGINE OPTS: every script once, with ENGINE
@@ -69,7 +98,7 @@ while read -r script id res; do
 	ours=$(awk -v s="$script" -v i="$id" '$1 == s && $2 == i { print $3 }' "$TMPD/ours.results")
 	if [ "$res" = PASSED ] && [ "$ours" != PASSED ]; then
 		fail "$script test $id: fio's io_uring engine passes, this engine: ${ours:-no result}"
-		grep -h -A3 "Test $id" "$TMPD/ours/$script.log" | head -8 | sed 's/^/    /'
+		test_output "$TMPD/ours/$script.log" "$id" | sed 's/^/    /'
 	fi
 done <"$TMPD/ctl.results"
 passed=$(awk '$3 == "PASSED"' "$TMPD/ours.results" | wc -l)

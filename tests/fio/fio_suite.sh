@@ -11,8 +11,19 @@
 #                 a ring has one submitting thread)
 #   t0023, t0024  trim (the engine moves data between a device and memory;
 #                 refused at start, in one line)
-# t0026 (fio 3.41) is not run: its io_uring pass fails on fio's own
-# experimental_verify bug (fio issue #1955, PR #2007), psync's too.
+# t0026 is not run: fio's experimental verify of a time_based randrw job
+# expects seeds the writes did not leave (fio issues #1898, #1955), and
+# only this engine reads what that verify phase asks for. fio's io_uring
+# engine builds its SQE in ->prep, before fio's do_verify() turns the
+# io_u from a write into a verify read, so it writes the expected data
+# back instead (tracefs: 151 of fio's 11400 reads went to the kernel as
+# WRITE) and passes; psync, on fio 3.33 here, never got to the verify
+# phase. This engine reads and gets "bad header rand_seed", on 3.33 and
+# 3.41. t0031 (fio 3.41) is not run: fio's io_uring engine did not
+# finish its read_iolog replay in 500 s (this engine passes it).
+# t0028, t0030, t0035 are jobs of the null and file engines. readonly.py's
+# 1, 4, 9 fail through both engines: written for the null engine, they
+# read a file nobody lays out, which fio refuses under --readonly.
 # Left out for their cost, not their result: t0002 (2 GiB), t0006 (4 GiB),
 # t0009 (20 GiB, 1 min), t0011, t0012, t0014 (100 GiB and timed rates
 # meant for the null engine, which makes no files). DBR_SUITE_FULL=1 adds
@@ -26,7 +37,9 @@ tree=$(dirname "$FIO")
 
 wrap=$SRCDIR/tests/fio/suite.d/fio-as
 export DBR_SUITE_FIO=$FIO
-jobs_ids=(1 3 4 5 7 8 15 16 17 18 19 20 21 22)
+# 25 on, where fio has them (3.41: 27-37): verify, patterns, verify
+# state, logs, iolog replay
+jobs_ids=(1 3 4 5 7 8 15 16 17 18 19 20 21 22 25 27 29 33 34 36 37)
 refused_ids=(10 13 23 24)
 lat_ids=(15 16 17 18 19 20 21 22)
 [ -n "${DBR_SUITE_FULL:-}" ] && lat_ids=($(seq 1 22))
@@ -90,6 +103,15 @@ side() {
 
 side ours "external:$ENGINE" "--gpu=host --transfer=bounce"
 side ctl io_uring ""
+
+# a script that stops before its tests (a module missing, a crash) gives
+# no results at all; say so rather than compare nothing with nothing
+for s in jobs readonly latency; do
+	for name in ours ctl; do
+		grep -q "^$s " "$TMPD/$name.results" && continue
+		fail "$s ($name): no results from fio's script: $(grep -v '^\s*$' "$TMPD/$name/$s.log" | tail -1)"
+	done
+done
 
 # every test the control passes passes here
 n=0

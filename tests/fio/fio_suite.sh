@@ -34,6 +34,20 @@
 command -v python3 >/dev/null || skip "python3 not installed"
 tree=$(dirname "$FIO")
 [ -f "$tree/t/run-fio-tests.py" ] || skip "no fio test suite beside $FIO (t/run-fio-tests.py)"
+# the python3 that has what fio's scripts import (fio 3.41's
+# run-fio-tests.py: statsmodels), where PATH's first one does not: Debian's
+# (scripts/packages.txt) beside another on PATH (pyenv)
+mods=$(sed -n 's/^\(from\|import\) \(numpy\|scipy\|statsmodels\|pandas\)\b.*/\2/p' \
+	"$tree"/t/run-fio-tests.py "$tree"/t/readonly.py "$tree"/t/latency_percentiles.py | sort -u)
+py=
+for cand in python3 /usr/bin/python3; do
+	command -v "$cand" >/dev/null || continue
+	if "$cand" -c "import sys; [__import__(m) for m in sys.argv[1:]]" $mods 2>/dev/null; then
+		py=$cand
+		break
+	fi
+done
+[ -n "$py" ] || die "no python3 here imports what fio's test scripts need (${mods//$'\n'/, }): scripts/setup installs them (scripts/packages.txt)"
 
 wrap=$SRCDIR/tests/fio/suite.d/fio-as
 export DBR_SUITE_FIO=$FIO
@@ -45,10 +59,10 @@ lat_ids=(15 16 17 18 19 20 21 22)
 [ -n "${DBR_SUITE_FULL:-}" ] && lat_ids=($(seq 1 22))
 # the latency tests at 1 s instead of 5, and fio's rank on an exact
 # boundary taken as fio takes it (suite.d/latency-copy says why)
-python3 "$SRCDIR/tests/fio/suite.d/latency-copy" "$tree/t/latency_percentiles.py" \
+"$py" "$SRCDIR/tests/fio/suite.d/latency-copy" "$tree/t/latency_percentiles.py" \
 	"$TMPD/latency_percentiles.py" || fail "fio's latency_percentiles.py: not the script latency-copy knows"
 # the boundary rule takes a neighbour at an exact rank, and only there
-(cd "$TMPD" && python3 - <<'PY'
+(cd "$TMPD" && "$py" - <<'PY'
 import sys
 sys.argv = ["latency_percentiles.py"]
 import latency_percentiles as lp
@@ -87,13 +101,13 @@ side() {
 	(
 		export DBR_SUITE_ENGINE=$2 DBR_SUITE_OPTS=$3 TMPDIR=$out
 		cd "$out" || exit 99
-		python3 "$tree/t/run-fio-tests.py" -k -r "$tree" -f "$wrap" -a "$out/jobs" \
+		"$py" "$tree/t/run-fio-tests.py" -k -r "$tree" -f "$wrap" -a "$out/jobs" \
 			-o "${jobs_ids[@]}" >"$out/jobs.log" 2>&1
-		python3 "$tree/t/readonly.py" -f "$wrap" >"$out/readonly.log" 2>&1
+		"$py" "$tree/t/readonly.py" -f "$wrap" >"$out/readonly.log" 2>&1
 		if [ -n "${DBR_SUITE_FULL:-}" ]; then
-			python3 "$tree/t/strided.py" "$wrap" >"$out/strided.log" 2>&1
+			"$py" "$tree/t/strided.py" "$wrap" >"$out/strided.log" 2>&1
 		fi
-		python3 "$TMPD/latency_percentiles.py" -f "$wrap" -a "$out/lat" \
+		"$py" "$TMPD/latency_percentiles.py" -f "$wrap" -a "$out/lat" \
 			-o "${lat_ids[@]}" >"$out/latency.log" 2>&1
 	)
 	for s in jobs readonly strided latency; do

@@ -11,7 +11,10 @@ GPU copies per runtime copy call or copy kernel launch (median over
 repetitions, and the lowest); and the copy stage: the time from an I/O's
 copies being queued to their being seen done, and the job threads' time
 blocked on copies, per copied I/O (medians over repetitions of the run's
-sums; "-" for records from before the engine kept them).
+sums; "-" for records from before the engine kept them). Where the results
+directory has a ceiling.json (merge_reps.py: the ceiling loop after each
+repetition), ours against the loop's read or write of the same repetition,
+as median and minimum.
 
 usage: bounce_table.py LABEL=RESULTS_DIR ...   (LABEL: the target)
 """
@@ -75,7 +78,19 @@ def ratio_cell(ours, ref):
     return "%.2f (min %.2f)" % (statistics.median(r), min(r))
 
 
-def row(label, job, impls):
+def ceiling_cell(job, ours, ceil):
+    """ours / the ceiling loop's run of the same repetition, for a 1 MiB
+    read (seqread) or write (seqwrite) job"""
+    kind = "read" if "seqread" in job else "write" if "seqwrite" in job else None
+    loop = ceil.get(kind, {}) if kind else {}
+    r = [iops / loop[str(rep)] for rep, iops, _, _ in ours
+         if loop.get(str(rep))]
+    if not r:
+        return "-"
+    return "%.2f (min %.2f)" % (statistics.median(r), min(r))
+
+
+def row(label, job, impls, ceil):
     ours = impls.get("dbr", [])
     fio = impls.get("io_uring", [])
     host = impls.get("dbr-host", [])
@@ -86,18 +101,19 @@ def row(label, job, impls):
     copy = ("%.1f / %.2f" % (statistics.median(c[0] for c in stage),
                              statistics.median(c[1] for c in stage))
             if stage else "-")
-    return "| %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
+    return "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
         label, job, len(ours), spread([i for _, i, _, _ in ours]) if ours else "-",
         spread([i for _, i, _, _ in fio]) if fio else "-", ratio_cell(ours, fio),
-        ratio_cell(ours, host), calls, copy)
+        ratio_cell(ours, host), ceiling_cell(job, ours, ceil), calls, copy)
 
 
 def main(argv):
     print("| target | job | n | ours IOPS min / median / max | "
           "fio io_uring IOPS | ours / fio, median (min) | "
-          "ours / gpu=host, median (min) | copies per runtime call or launch | "
+          "ours / gpu=host, median (min) | ours / ceiling loop, median (min) | "
+          "copies per runtime call or launch | "
           "copy stage per copied I/O: done after / waited, us |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for arg in argv:
         label, _, path = arg.partition("=")
         try:
@@ -106,8 +122,13 @@ def main(argv):
         except (OSError, ValueError) as e:
             print("| %s | (no results: %s) |" % (label, e))
             continue
+        try:
+            with open(os.path.join(path, "ceiling.json")) as f:
+                ceil = json.load(f)
+        except (OSError, ValueError):
+            ceil = {}
         for job, impls in reps_by_impl(records).items():
-            print(row(label, job, impls))
+            print(row(label, job, impls, ceil))
     return 0
 
 

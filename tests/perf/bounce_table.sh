@@ -3,7 +3,9 @@
 # synthetic results.json with exact figures: IOPS spreads, the ratios of
 # repetition i to repetition i, copies per call, and the copy stage per
 # copied I/O summed over a repetition's threads (median over repetitions);
-# records from before the engine kept the copy stage give "-" there.
+# records from before the engine kept the copy stage give "-" there. And the
+# 1 MiB cases' way: one-repetition runs merged (merge_reps.py), each paired
+# with the ceiling loop's lines that followed it.
 . "$(dirname "$0")/../lib.sh"
 
 command -v python3 >/dev/null || skip "python3 not installed"
@@ -38,12 +40,54 @@ PY
 python3 "$SRCDIR/scripts/gpu-proof.d/bounce_table.py" zram="$TMPD/run" >"$TMPD/table.md" ||
 	die "bounce_table.py failed"
 line() { grep "^| zram | $1 |" "$TMPD/table.md"; }
-[ "$(line r-4k)" = "| zram | r-4k | 2 | 300.0k / 330.0k / 360.0k | 400.0k / 400.0k / 400.0k | 0.82 (min 0.75) | - | 7.5 (min 5.0) | 40.0 / 1.50 |" ] &&
+[ "$(line r-4k)" = "| zram | r-4k | 2 | 300.0k / 330.0k / 360.0k | 400.0k / 400.0k / 400.0k | 0.82 (min 0.75) | - | - | 7.5 (min 5.0) | 40.0 / 1.50 |" ] &&
 	pass "a row: spreads, paired ratios, copies per call, the copy stage over threads and repetitions" ||
 	fail "row r-4k: $(line r-4k)"
-[ "$(line w-4k)" = "| zram | w-4k | 1 | 100.0k / 100.0k / 100.0k | 200.0k / 200.0k / 200.0k | 0.50 (min 0.50) | - | 1.0 (min 1.0) | - |" ] &&
+[ "$(line w-4k)" = "| zram | w-4k | 1 | 100.0k / 100.0k / 100.0k | 200.0k / 200.0k / 200.0k | 0.50 (min 0.50) | - | - | 1.0 (min 1.0) | - |" ] &&
 	pass "records without the copy stage: -" ||
 	fail "row w-4k: $(line w-4k)"
 head -1 "$TMPD/table.md" | grep -q "copy stage per copied I/O: done after / waited, us |$" &&
 	pass "the header names the column" || fail "header: $(head -1 "$TMPD/table.md")"
+
+# two one-repetition runs, each with the ceiling loop's lines after it
+python3 - "$TMPD" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+loop = {1: (4000, 8000), 2: (5000, 5000)}
+ours = {1: (3800, 7200), 2: (5000, 4000)}
+for rep in (1, 2):
+    r = os.path.join(d, "r%d" % rep)
+    os.makedirs(r)
+    recs = [{"case": {"job": "seqread-1m-1t", "impl": "dbr"}, "rep": 1,
+             "summary": {"iops": ours[rep][0]}, "gpu_threads": []},
+            {"case": {"job": "seqwrite-1m-1t", "impl": "dbr"}, "rep": 1,
+             "summary": {"iops": ours[rep][1]}, "gpu_threads": []}]
+    json.dump({"meta": {"repetitions": 1}, "records": recs,
+               "title": "t (x, 1 rep)"}, open(os.path.join(r, "results.json"), "w"))
+    with open(os.path.join(r, "ceiling.txt"), "w") as f:
+        f.write("ceiling read /dev/zram0: 1 threads, bs 1 MiB, qd 16: 4.19 GB/s, %d IOPS (1.0 s)\n" % loop[rep][0])
+        f.write("ceiling write /dev/zram0: 1 threads, bs 1 MiB, qd 16: 8.39 GB/s, %d IOPS (1.0 s)\n" % loop[rep][1])
+PY
+python3 "$SRCDIR/scripts/gpu-proof.d/merge_reps.py" "$TMPD/m" "$TMPD/r1" "$TMPD/r2" ||
+	die "merge_reps.py failed"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert sorted(r["rep"] for r in d["records"]) == [1, 1, 2, 2], d["records"]
+assert d["meta"]["repetitions"] == 2 and d["title"] == "t (x, 2 reps)", d' "$TMPD/m/results.json" &&
+	pass "merged: repetition i is the i-th run" || fail "merged results.json"
+python3 "$SRCDIR/scripts/gpu-proof.d/bounce_table.py" zram="$TMPD/m" >"$TMPD/t2.md" ||
+	die "bounce_table.py failed on the merged run"
+# reads 0.95 and 1.00, writes 0.90 and 0.80: paired by repetition, not by rank
+line() { grep "^| zram | $1 |" "$TMPD/t2.md"; }
+line seqread-1m-1t | grep -qF "| - | 0.97 (min 0.95) |" &&
+	line seqwrite-1m-1t | grep -qF "| - | 0.85 (min 0.80) |" &&
+	pass "ours / the ceiling loop of the same repetition" ||
+	fail "ceiling column: $(cat "$TMPD/t2.md")"
+cp -r "$TMPD/m" "$TMPD/again"
+if python3 "$SRCDIR/scripts/gpu-proof.d/merge_reps.py" "$TMPD/m3" "$TMPD/again" 2>"$TMPD/err"; then
+	fail "merge_reps.py took a run of two repetitions"
+elif grep -q "more than one repetition" "$TMPD/err"; then
+	pass "a run of several repetitions is refused"
+else
+	fail "merge of a merged run: $(cat "$TMPD/err")"
+fi
 finish

@@ -82,12 +82,9 @@ def ceiling_cell(job, ours, ceil):
     """ours / the ceiling loop's run of the same repetition, for a 1 MiB
     read (seqread) or write (seqwrite) job"""
     kind = "read" if "seqread" in job else "write" if "seqwrite" in job else None
-    loop = ceil.get(kind, {}) if kind else {}
-    r = [iops / loop[str(rep)] for rep, iops, _, _ in ours
-         if loop.get(str(rep))]
-    if not r:
-        return "-"
-    return "%.2f (min %.2f)" % (statistics.median(r), min(r))
+    loop = [(int(rep), iops, None, None)
+            for rep, iops in ceil.get(kind, {}).items()] if kind else []
+    return ratio_cell(ours, loop)
 
 
 def row(label, job, impls, ceil):

@@ -491,12 +491,16 @@ int gpu_stream_submit(struct gpu_stream *s)
 	return ret;
 }
 
-bool gpu_stream_posts_free(const struct gpu_stream *s, size_t len)
+bool gpu_stream_posts(const struct gpu_stream *s, size_t len)
 {
 	struct gpu_copy c = { .off = 0, .len = len };
 
-	return s->kr.r && gpu_kcopy_takes(s->mode, &c) &&
-	       gpu_kring_next_round(&s->kr);
+	return s->kr.r && gpu_kcopy_takes(s->mode, &c);
+}
+
+bool gpu_stream_posts_free(const struct gpu_stream *s, size_t len)
+{
+	return gpu_stream_posts(s, len) && gpu_kring_next_round(&s->kr);
 }
 
 enum gpu_copy_mode gpu_stream_copy_mode(const struct gpu_stream *s,

@@ -198,6 +198,8 @@ int gpu_stream_drain(struct gpu_stream *s);
  * Then there is no reason to hold copies back to gather a larger pass.
  */
 bool gpu_stream_posts_free(const struct gpu_stream *s, size_t len);
+/* Would such a pass go to the resident kernel at all (room there or not)? */
+bool gpu_stream_posts(const struct gpu_stream *s, size_t len);
 
 /*
  * How the stream copies: the buffer's copy_mode, or GPU_COPY_DMA where the

@@ -851,13 +851,13 @@ static void queue_committed(struct job *j, enum dbr_op op, unsigned int b)
 }
 
 /*
- * When a pass goes: a pass below full size waits while the engine need not
- * (commits, a reap that has what it needs), goes at once when full, and goes
- * before the engine waits, so no copy waits on anything but running copies.
+ * When a pass of writes goes: below full size it waits while the engine
+ * need not (commits, a reap that has what it needs), goes at once when
+ * full, and goes before the engine waits on it, so no copy waits on
+ * anything but copies sent.
  */
-static void run_pass_rule(enum dbr_op op)
+static void run_write_pass_rule(void)
 {
-	const char *what = op == DBR_OP_WRITE ? "writes" : "reads";
 	unsigned int full, i;
 	struct dbr_pio *done[DEPTH];
 	struct job j;
@@ -866,30 +866,74 @@ static void run_pass_rule(enum dbr_op op)
 	job_init(&j, FAKE_STUCK, false, 13);
 	full = j.s.pipe.full_pass;
 	for (i = 0; i + 1 < full; i++)
-		queue_committed(&j, op, i);
+		queue_committed(&j, DBR_OP_WRITE, i);
 	n = dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
 	CHECK(n == 0 && j.s.pipe.st.copy_passes == 0 && stream_copies(&j.s.pipe) == 0 &&
 	      !j.s.pipe.st.wait_ns,
-	      "%s: %u committed and a reap that need not wait: no copy sent (%lu passes), no time waited",
-	      what, full - 1, j.s.pipe.st.copy_passes);
-	queue_committed(&j, op, i++);
-	if (op == DBR_OP_READ)
-		dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	      "writes: %u committed and a reap that need not wait: no copy sent (%lu passes), no time waited",
+	      full - 1, j.s.pipe.st.copy_passes);
+	queue_committed(&j, DBR_OP_WRITE, i++);
 	CHECK(j.s.pipe.st.copy_passes == 1 && stream_copies(&j.s.pipe) == full,
-	      "%s: the %uth fills the pass, sent at once: %lu pass of %lu copies",
-	      what, full, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
-	queue_committed(&j, op, i++);
+	      "writes: the %uth fills the pass, sent at once: %lu pass of %lu copies",
+	      full, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
+	queue_committed(&j, DBR_OP_WRITE, i++);
 	collect(&j, 1);
 	CHECK(j.s.pipe.st.copy_passes == 2 && stream_copies(&j.s.pipe) == full + 1 &&
 	      j.s.pipe.st.wait_ns > 0,
-	      "%s: one more, then a reap that must wait: sent before the wait (%lu passes, %lu copies), the wait counted (%llu ns)",
-	      what, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe),
+	      "writes: one more, then a reap that must wait: sent before the wait on it (%lu passes, %lu copies), the wait counted (%llu ns)",
+	      j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe),
 	      (unsigned long long)j.s.pipe.st.wait_ns);
 	drain_job(&j);
 	CHECK(!j.out_of_order && !j.early_write && !j.errors &&
 	      j.came_back == full + 1 && !j.with_copy_pending,
-	      "%s: then all %lu back once, in order, none with a copy pending",
-	      what, j.came_back);
+	      "writes: then all %lu back once, in order, none with a copy pending",
+	      j.came_back);
+	job_exit(&j);
+}
+
+/*
+ * When a pass of reads goes (copy calls, no resident kernel): at once when
+ * no copy of the pipeline runs; while one runs, it gathers what the ring
+ * finishes, through reaps and through a wait on the running pass, until
+ * it is full or that pass is done (pass_waits, pass_idle_stream).
+ */
+static void run_read_pass_rule(void)
+{
+	struct dbr_pio *done[DEPTH];
+	unsigned int full, i, b = 0;
+	struct job j;
+
+	job_init(&j, FAKE_STUCK, false, 13);
+	full = j.s.pipe.full_pass;
+	for (i = 0; i + 1 < full; i++)
+		queue_committed(&j, DBR_OP_READ, b++);
+	dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	CHECK(j.s.pipe.st.copy_passes == 1 && stream_copies(&j.s.pipe) == full - 1 &&
+	      !j.s.pipe.st.wait_ns,
+	      "reads: %u off the ring, no copy running: sent at the reap as one pass (%lu passes, %lu copies), no time waited",
+	      full - 1, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
+	for (i = 0; i + 1 < full; i++)
+		queue_committed(&j, DBR_OP_READ, b++);
+	dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	CHECK(j.s.pipe.st.copy_passes == 1 && j.s.pipe.nr_pass == full - 1 &&
+	      !j.s.pipe.st.wait_ns,
+	      "reads: %u more while that pass runs: they gather in the open pass (%u there, %lu passes)",
+	      full - 1, j.s.pipe.nr_pass, j.s.pipe.st.copy_passes);
+	queue_committed(&j, DBR_OP_READ, b++);
+	dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	CHECK(j.s.pipe.st.copy_passes == 2 && stream_copies(&j.s.pipe) == 2 * full - 1,
+	      "reads: the %uth fills the open pass, sent at once: %lu passes of %lu copies",
+	      full, j.s.pipe.st.copy_passes, stream_copies(&j.s.pipe));
+	queue_committed(&j, DBR_OP_READ, b++);
+	collect(&j, 1);
+	CHECK(j.s.pipe.st.wait_ns > 0 && j.came_back >= 1,
+	      "reads: one more, then a reap that must wait: it waits on the running pass (%llu ns) and hands back %lu",
+	      (unsigned long long)j.s.pipe.st.wait_ns, j.came_back);
+	drain_job(&j);
+	CHECK(!j.out_of_order && !j.errors && j.came_back == b &&
+	      !j.with_copy_pending && stream_copies(&j.s.pipe) == b,
+	      "reads: then all %lu back once, in order, none with a copy pending, one copy each (%lu)",
+	      j.came_back, stream_copies(&j.s.pipe));
 	job_exit(&j);
 }
 
@@ -1118,8 +1162,8 @@ int main(void)
 	run_no_copies(1);
 	run_no_copies(DEPTH);
 	run_copy_stage();
-	run_pass_rule(DBR_OP_WRITE);
-	run_pass_rule(DBR_OP_READ);
+	run_write_pass_rule();
+	run_read_pass_rule();
 	run_pass_growth("reads, slow copies", FAKE_STUCK, DBR_OP_READ);
 	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
 	run_resident();

@@ -224,14 +224,15 @@ static void run_pass(struct dbr_pipe *p)
  * The open pass gathers the copies of every I/O that needs one, writes as
  * they are queued and reads as the ring finishes them (a commit's submit
  * reaps too: its enter asks for completions). Where a pass costs runtime
- * calls it goes when it is full (add_to_pass) or when the engine is about
- * to wait (dbr_pipe_getevents_copies), never otherwise: fio queues io_us
- * one at a time and then reaps, and always reaps before it sleeps
- * (thinktime, rate) or ends. While earlier passes still hand back I/O the
- * open one grows, so passes settle at full size, two in flight at the usual
- * depths: one runs while fio works on what the other handed back. Where it
- * costs none (flush_if_free) it goes as soon as it has copies, but while
- * I/O waits to be collected only with reads in it (reap_collecting).
+ * calls it goes when it is full (add_to_pass), when the engine is about to
+ * wait with no older pass running (dbr_pipe_getevents_copies, pass_waits)
+ * or, holding reads, when no older pass runs (pass_idle_stream), never
+ * otherwise: fio queues io_us one at a time and then reaps, and always
+ * reaps before it sleeps (thinktime, rate) or ends. While the older pass
+ * runs the open one grows, so passes settle at full size, one running
+ * while the next gathers. Where it costs none (flush_if_free) it goes as
+ * soon as it has copies, but while I/O waits to be collected only with
+ * reads in it (reap_collecting).
  */
 static bool pass_full(const struct dbr_pipe *p)
 {

@@ -21,8 +21,10 @@
  * the buffer's runtime calls; none for memory that needs no copies) in passes. A pass gathers the copies of every
  * I/O that needs one, writes as fio queues them and reads as the ring
  * finishes them, and goes to the runtime when it is full (half the depth, or
- * DBR_FENCE_BYTES) or when the engine is about to wait: so passes grow to
- * full size whatever fio's batching options (see add_to_pass). Where sending
+ * DBR_FENCE_BYTES) or when the engine is about to wait with no older pass
+ * running; one that holds reads goes, too, as soon as no older pass runs:
+ * so passes grow to full size whatever fio's batching options (see
+ * add_to_pass, pass_waits), one running while the next gathers. Where sending
  * a pass costs no runtime call (the resident copy kernel) it goes at once,
  * unless a round's worth of passes already waits there (flush_if_free).
  * A pass queues its copies in rounds (an I/O's second copy touches the bytes

@@ -554,8 +554,9 @@ static int wait_progress(struct dbr_pipe *p)
  * reads the ring finishes meanwhile join it. Sent at every wait instead,
  * a pass took what one wake-up brought, a read or two when copies are
  * slow (the HIP double's 4k reads on zram at 5 us a copy: 1.01 copies a
- * runtime call). It goes when the older pass is done (pass_idle_stream)
- * or when it is full.
+ * runtime call). It goes when it is full, or once the older pass is
+ * done: holding reads, at once (pass_idle_stream); else at the next wait
+ * with no older pass running.
  */
 static bool pass_waits(const struct dbr_pipe *p)
 {

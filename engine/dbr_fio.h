@@ -42,6 +42,11 @@ enum dbr_gpu_cpus {
 	DBR_CPUS_AUTO,
 };
 
+enum dbr_thread_creds {
+	DBR_CREDS_OWN,
+	DBR_CREDS_SHARED,
+};
+
 struct dbr_options {
 	void *pad;		/* fio keeps its td pointer here */
 	unsigned int gpu;
@@ -56,6 +61,7 @@ struct dbr_options {
 	unsigned int sqpoll_cpu_set;
 	unsigned int hipri;
 	unsigned int force_async;
+	unsigned int thread_creds;
 	unsigned int gpu_copy;
 	unsigned int gpu_kernel;
 	char *watchdog;

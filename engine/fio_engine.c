@@ -246,6 +246,22 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "thread_creds",
+		.lname	= "Credentials of each job thread",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, thread_creds),
+		.help	= "Whose credentials io_uring counts a reference on for every request it hands to io-wq",
+		.def	= "own",
+		.posval = {
+			  { .ival = "own", .oval = DBR_CREDS_OWN,
+			    .help = "A copy per job thread, made before its ring: the count stays on the thread's own cache line" },
+			  { .ival = "shared", .oval = DBR_CREDS_SHARED,
+			    .help = "The process's, shared by all its threads (as fio's io_uring engine runs)" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_copy",
 		.lname	= "How GPU copies run",
 		.type	= FIO_OPT_STR,

@@ -70,10 +70,22 @@ void dbr_info(const char *fmt, ...)
 	log_info("%s", line);
 }
 
+/* whose credentials the ring's io-wq hand-offs count on (thread_creds) */
+static void say_creds(const struct dbr_ring *r, char *buf, size_t len)
+{
+	if (r->own_creds)
+		snprintf(buf, len, "thread_creds=own");
+	else if (r->own_creds_err)
+		snprintf(buf, len, "thread_creds=shared (a copy of its own was refused: %s)",
+			 strerror(-r->own_creds_err));
+	else
+		snprintf(buf, len, "thread_creds=shared");
+}
+
 void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_session *s = &dd->sess;
-	char flags[96], copies[320];
+	char flags[96], copies[320], creds[96];
 
 	if (!dbr_first_thread(td))
 		return;
@@ -82,9 +94,10 @@ void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 			 td->o.name, s->buf.size >> 20, s->split.nr,
 			 DBR_REGBUF_MAX_BYTES >> 20);
 	dbr_ring_describe(&s->ring, flags, sizeof(flags));
+	say_creds(&s->ring, creds, sizeof(creds));
 	gpu_kcopy_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
 			   sizeof(copies));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s%s%s",
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s, %s%s%s",
 		 td->o.name, s->buf.prov->name, s->buf.dev_id,
 		 s->p2p ? "p2p" : "bounce",
 		 s->sync && !s->buf.host_is_device ? " gpu_sync=1" : "",
@@ -95,7 +108,7 @@ void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 		 s->buf.host_is_device ? "" : ": ",
 		 s->p2p ? s->buf.export_kind :
 		 s->buf.host_is_device ? "" : copies,
-		 flags, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
+		 flags, creds, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
 		 dd->cpus_said);
 }
 

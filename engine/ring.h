@@ -69,11 +69,18 @@ struct dbr_ring_params {
 	 * runs faster without it (docs/perf.md).
 	 */
 	bool taskrun_flag;
+	/*
+	 * Give the creating thread its own copy of its credentials first
+	 * (dbr_ring_init says why); dbr_ring.own_creds says whether it took.
+	 */
+	bool own_creds;
 };
 
 struct dbr_ring {
 	struct io_uring ring;
 	unsigned int setup_flags;	/* what the kernel accepted */
+	bool own_creds;			/* the thread's credentials are its own */
+	int own_creds_err;		/* why not, where they were asked for */
 	unsigned int nr_bufs;		/* size of the sparse buffer table */
 	unsigned int nr_files;		/* size of the sparse file table */
 	unsigned int inflight;		/* in the kernel, SQEs or CQEs pending */

@@ -370,6 +370,7 @@ void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth,
 			.iopoll		= o->hipri,
 			/* a copy wait looks at the ring (ring.h says why) */
 			.taskrun_flag	= !copies,
+			.own_creds	= o->thread_creds == DBR_CREDS_OWN,
 		},
 		.depth		= depth,
 		.nr_files	= dbr_nr_files(td),

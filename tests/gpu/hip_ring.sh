@@ -3,7 +3,10 @@
 # under GPU copies (gpu=hip transfer=bounce, through the HIP double) is set
 # up without IORING_SETUP_TASKRUN_FLAG, a ring without copies (gpu=host)
 # with it, both with SINGLE_ISSUER and DEFER_TASKRUN. Read from the engine's
-# path line ("..., ring FLAGS"), on a kernel that takes all three.
+# path line ("..., ring FLAGS, thread_creds=..."), on a kernel that takes
+# all three. And the thread's credentials (thread_creds, ring.c says why):
+# a copy of its own by default, the process's with thread_creds=shared, a
+# value fio refuses otherwise.
 . "$(dirname "$0")/../lib.sh"
 
 use_hip_double
@@ -17,7 +20,7 @@ ring_of() {
 	dbr_fio --name="$1" --filename="$f" --size=4m --bs=4k --iodepth=8 \
 		--rw=randread --direct=1 --gpu="$2" --transfer=bounce --thread \
 		>"$out" 2>&1 || { show_failure "$out" >&2; return; }
-	sed -n "s/^dmabuf_uring: $1: gpu=.*, ring \([A-Z_|]*\)\$/\1/p" "$out" | head -1
+	sed -n "s/^dmabuf_uring: $1: gpu=.*, ring \([A-Z_|]*\), .*/\1/p" "$out" | head -1
 }
 
 host=$(ring_of host host)
@@ -33,5 +36,32 @@ case "|$hip|" in
 *"|SINGLE_ISSUER|DEFER_TASKRUN|"*) pass "gpu=hip bounce (copies): ring $hip, no TASKRUN_FLAG" ;;
 *) fail "gpu=hip bounce (copies): ring ${hip:-unknown}, want SINGLE_ISSUER|DEFER_TASKRUN" ;;
 esac
+
+# creds_of NAME [OPTION]: what the path line says of the job's credentials
+creds_of() {
+	local out=$TMPD/$1.out
+	dbr_fio --name="$1" --filename="$f" --size=4m --bs=4k --iodepth=8 \
+		--rw=randread --direct=1 --gpu=hip --transfer=bounce --thread \
+		--numjobs=2 "${@:2}" >"$out" 2>&1 || { show_failure "$out" >&2; return; }
+	sed -n "s/^dmabuf_uring: $1: gpu=.*, ring [A-Z_|]*, \(thread_creds=.*\)\$/\1/p" "$out" | head -1
+}
+
+own=$(creds_of own)
+case $own in
+thread_creds=own) pass "default: $own" ;;
+"thread_creds=shared (a copy of its own was refused"*) skip "the kernel refuses a thread its own credentials here: $own" ;;
+*) fail "default: '${own:-no path line}', want thread_creds=own" ;;
+esac
+shared=$(creds_of shared --thread_creds=shared)
+[ "$shared" = thread_creds=shared ] && pass "thread_creds=shared: $shared" ||
+	fail "thread_creds=shared: '${shared:-no path line}'"
+if dbr_fio --name=bad --filename="$f" --size=4m --gpu=hip --thread \
+	--thread_creds=bogus >"$TMPD/bogus.out" 2>&1; then
+	fail "thread_creds=bogus accepted"
+elif grep -q "failed parsing thread_creds=bogus" "$TMPD/bogus.out"; then
+	pass "thread_creds=bogus: fio refuses it and lists own, shared"
+else
+	fail "thread_creds=bogus: $(head -3 "$TMPD/bogus.out")"
+fi
 
 finish

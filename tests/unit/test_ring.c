@@ -4,8 +4,9 @@
  * flag for waiting task work), the buffer table,
  * fixed reads and writes through a host slot, the -EAGAIN reissue path (a
  * real request whose first completion is replaced by an injected -EAGAIN),
- * quiesce, attaching and detaching a target file, the p2p probe, and that
- * nothing leaks a descriptor.
+ * quiesce, attaching and detaching a target file, the p2p probe, a ring
+ * whose thread takes credentials of its own, and that nothing leaks a
+ * descriptor.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <linux/securebits.h>
 
 #include "check.h"
 #include "dbr_uapi.h"
@@ -460,6 +464,96 @@ static void test_io_wq_ready(int fd, char *buf, bool taskrun_flag)
 	dbr_ring_exit(&r);
 }
 
+struct creds_case {
+	int fd;
+	char *buf;
+	int keep;		/* the thread's keep-capabilities flag before */
+};
+
+/*
+ * own_creds, in a thread of its own (the test's main thread keeps the
+ * process's): the ring says the copy took, the copy changes nothing the
+ * thread is (ids, the keep-capabilities flag it had, 0 or 1), and a read
+ * through io-wq, whose worker runs with the copy, still reads the file.
+ */
+static void *own_creds_thread(void *arg)
+{
+	struct creds_case *c = arg;
+	uid_t ids[3], now[3];
+	struct dbr_ring_params p = {
+		.entries = 8, .sqpoll_cpu = -1, .single_issuer = true,
+		.own_creds = true,
+	};
+	struct dbr_ring r;
+	struct dbr_req req;
+
+	CHECK(prctl(PR_SET_KEEPCAPS, c->keep, 0, 0, 0) == 0,
+	      "keep-capabilities flag set to %d", c->keep);
+	getresuid(&ids[0], &ids[1], &ids[2]);
+	CHECK(dbr_ring_init(&r, &p) == 0, "ring with own_creds set up");
+	CHECK(r.own_creds && !r.own_creds_err,
+	      "the thread's credentials are its own (err %d)", r.own_creds_err);
+	getresuid(&now[0], &now[1], &now[2]);
+	CHECK(prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0) == c->keep &&
+	      !memcmp(ids, now, sizeof(ids)),
+	      "the copy left the keep-capabilities flag at %d and the ids as they were",
+	      c->keep);
+	dbr_ring_register_buf_table(&r, 1);
+	dbr_ring_install_host(&r, 0, c->buf, BUF_SIZE);
+	memset(c->buf, 0, BLK);
+	req = read_req(c->fd, c->buf, BLK, 7 * BLK);
+	req.force_async = true;
+	dbr_ring_queue(&r, &req);
+	CHECK(reap_one(&r) == &req && req.res == BLK && c->buf[0] == 'h',
+	      "an io-wq read under the copy read the file (res %d)", req.res);
+	dbr_ring_exit(&r);
+	return NULL;
+}
+
+/*
+ * Where the kernel refuses the copy (here the thread's SECURE_KEEP_CAPS
+ * locked, which needs CAP_SETPCAP), the ring still comes up, says why, and
+ * the thread keeps the credentials it shares.
+ */
+static void *refused_creds_thread(void *arg)
+{
+	struct dbr_ring_params p = {
+		.entries = 8, .sqpoll_cpu = -1, .single_issuer = true,
+		.own_creds = true,
+	};
+	struct dbr_ring r;
+
+	(void)arg;
+	if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED, 0, 0, 0) < 0) {
+		printf("# SKIP: cannot lock SECURE_KEEP_CAPS (%s): refusal untested\n",
+		       strerror(errno));
+		return NULL;
+	}
+	CHECK(dbr_ring_init(&r, &p) == 0, "ring set up where the copy is refused");
+	CHECK(!r.own_creds && r.own_creds_err == -EPERM,
+	      "the ring says the copy was refused (err %d)", r.own_creds_err);
+	dbr_ring_exit(&r);
+	return NULL;
+}
+
+static void test_own_creds(int fd, char *buf)
+{
+	struct creds_case c = { .fd = fd, .buf = buf };
+	int mine = prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0);
+	pthread_t t;
+
+	for (c.keep = 0; c.keep < 2; c.keep++) {
+		CHECK(pthread_create(&t, NULL, own_creds_thread, &c) == 0,
+		      "thread for own_creds (keep %d)", c.keep);
+		pthread_join(t, NULL);
+	}
+	CHECK(pthread_create(&t, NULL, refused_creds_thread, NULL) == 0,
+	      "thread for a refused copy");
+	pthread_join(t, NULL);
+	CHECK(prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0) == mine,
+	      "the main thread's keep-capabilities flag is still %d", mine);
+}
+
 static void test_probe(void)
 {
 	int ret = dbr_probe_p2p();
@@ -493,6 +587,7 @@ int main(void)
 	test_detach_no_quiesce(fd, buf);
 	test_io_wq_ready(fd, buf, true);
 	test_io_wq_ready(fd, buf, false);
+	test_own_creds(fd, buf);
 	test_probe();
 	test_watch_logic();
 	test_watchdog(buf);

@@ -241,4 +241,24 @@ assert r['ios'] > 0 and r['hosts'] != ['local'], r" &&
 else
 	fail "fio --server did not start"
 fi
+# ---- fio's io_uring engine gets none of this engine's own options: every
+# option in the engine's table that fio's io_uring engine does not know
+# (fio --enghelp=io_uring) is one the runner drops for it
+"$FIO" --enghelp=io_uring 2>/dev/null | awk 'NF { print $1 }' >"$TMPD/iouring-opts"
+if python3 - "$SRCDIR" "$TMPD/iouring-opts" >"$TMPD/opts.out" 2>&1 <<'PY'; then
+import re, sys
+src, iou = sys.argv[1:]
+sys.path.insert(0, src + "/scripts")
+import perf_fio
+ours = set(re.findall(r'\.name\s*=\s*"([a-z_0-9]+)"', open(src + "/engine/fio_engine.c").read()))
+known = set(open(iou).read().split())
+assert known and "registerfiles" in known, known
+missing = sorted(ours - known - perf_fio.DBR_ONLY_OPTIONS)
+assert not missing, "not dropped for fio's io_uring engine: %s" % missing
+print(len(ours - known))
+PY
+	pass "the runner drops all $(cat "$TMPD/opts.out") of the engine's own options for fio's io_uring engine"
+else
+	fail "engine options passed to fio's io_uring engine: $(tail -1 "$TMPD/opts.out")"
+fi
 finish

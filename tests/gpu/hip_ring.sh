@@ -14,45 +14,41 @@ use_hip_double
 f=$(scratch_file)
 truncate -s 4M "$f"
 
-# ring_of NAME GPU: the flags the path line names, from a short read job
-ring_of() {
+# path_of NAME GPU [OPTION...]: the path line's part from "ring " on
+# ("FLAGS, thread_creds=..."), from a short read job of two threads
+path_of() {
 	local out=$TMPD/$1.out
 	dbr_fio --name="$1" --filename="$f" --size=4m --bs=4k --iodepth=8 \
 		--rw=randread --direct=1 --gpu="$2" --transfer=bounce --thread \
-		>"$out" 2>&1 || { show_failure "$out" >&2; return; }
-	sed -n "s/^dmabuf_uring: $1: gpu=.*, ring \([A-Z_|]*\), .*/\1/p" "$out" | head -1
+		--numjobs=2 "${@:3}" >"$out" 2>&1 || { show_failure "$out" >&2; return; }
+	sed -n "s/^dmabuf_uring: $1: gpu=.*, ring \([A-Z_|]*, .*\)\$/\1/p" "$out" | head -1
 }
+ring_of() { echo "${1%%, *}"; }
+creds_of() { echo "${1#*, }"; }
 
-host=$(ring_of host host)
+host=$(ring_of "$(path_of host host)")
 case "|$host|" in
 *"|TASKRUN_FLAG|"*) ;;
 *) skip "this kernel does not take TASKRUN_FLAG beside DEFER_TASKRUN (ring ${host:-unknown})" ;;
 esac
 pass "gpu=host (no copies): ring $host"
 
-hip=$(ring_of hip hip)
+hip_path=$(path_of hip hip)
+hip=$(ring_of "$hip_path")
 case "|$hip|" in
 *"|TASKRUN_FLAG|"*) fail "gpu=hip bounce (copies): ring $hip, want no TASKRUN_FLAG" ;;
 *"|SINGLE_ISSUER|DEFER_TASKRUN|"*) pass "gpu=hip bounce (copies): ring $hip, no TASKRUN_FLAG" ;;
 *) fail "gpu=hip bounce (copies): ring ${hip:-unknown}, want SINGLE_ISSUER|DEFER_TASKRUN" ;;
 esac
 
-# creds_of NAME [OPTION]: what the path line says of the job's credentials
-creds_of() {
-	local out=$TMPD/$1.out
-	dbr_fio --name="$1" --filename="$f" --size=4m --bs=4k --iodepth=8 \
-		--rw=randread --direct=1 --gpu=hip --transfer=bounce --thread \
-		--numjobs=2 "${@:2}" >"$out" 2>&1 || { show_failure "$out" >&2; return; }
-	sed -n "s/^dmabuf_uring: $1: gpu=.*, ring [A-Z_|]*, \(thread_creds=.*\)\$/\1/p" "$out" | head -1
-}
-
-own=$(creds_of own)
+# the credentials: the hip job's by default, and a job with shared ones
+own=$(creds_of "$hip_path")
 case $own in
 thread_creds=own) pass "default: $own" ;;
 "thread_creds=shared (a copy of its own was refused"*) skip "the kernel refuses a thread its own credentials here: $own" ;;
 *) fail "default: '${own:-no path line}', want thread_creds=own" ;;
 esac
-shared=$(creds_of shared --thread_creds=shared)
+shared=$(creds_of "$(path_of shared hip --thread_creds=shared)")
 [ "$shared" = thread_creds=shared ] && pass "thread_creds=shared: $shared" ||
 	fail "thread_creds=shared: '${shared:-no path line}'"
 if dbr_fio --name=bad --filename="$f" --size=4m --gpu=hip --thread \

@@ -464,6 +464,12 @@ static void test_io_wq_ready(int fd, char *buf, bool taskrun_flag)
 	dbr_ring_exit(&r);
 }
 
+/* a ring as the engine sets one up by default: thread_creds=own */
+static const struct dbr_ring_params own_creds_ring = {
+	.entries = 8, .sqpoll_cpu = -1, .single_issuer = true,
+	.own_creds = true,
+};
+
 struct creds_case {
 	int fd;
 	char *buf;
@@ -480,17 +486,13 @@ static void *own_creds_thread(void *arg)
 {
 	struct creds_case *c = arg;
 	uid_t ids[3], now[3];
-	struct dbr_ring_params p = {
-		.entries = 8, .sqpoll_cpu = -1, .single_issuer = true,
-		.own_creds = true,
-	};
 	struct dbr_ring r;
 	struct dbr_req req;
 
 	CHECK(prctl(PR_SET_KEEPCAPS, c->keep, 0, 0, 0) == 0,
 	      "keep-capabilities flag set to %d", c->keep);
 	getresuid(&ids[0], &ids[1], &ids[2]);
-	CHECK(dbr_ring_init(&r, &p) == 0, "ring with own_creds set up");
+	CHECK(dbr_ring_init(&r, &own_creds_ring) == 0, "ring with own_creds set up");
 	CHECK(r.own_creds && !r.own_creds_err,
 	      "the thread's credentials are its own (err %d)", r.own_creds_err);
 	getresuid(&now[0], &now[1], &now[2]);
@@ -517,10 +519,6 @@ static void *own_creds_thread(void *arg)
  */
 static void *refused_creds_thread(void *arg)
 {
-	struct dbr_ring_params p = {
-		.entries = 8, .sqpoll_cpu = -1, .single_issuer = true,
-		.own_creds = true,
-	};
 	struct dbr_ring r;
 
 	(void)arg;
@@ -529,7 +527,7 @@ static void *refused_creds_thread(void *arg)
 		       strerror(errno));
 		return NULL;
 	}
-	CHECK(dbr_ring_init(&r, &p) == 0, "ring set up where the copy is refused");
+	CHECK(dbr_ring_init(&r, &own_creds_ring) == 0, "ring set up where the copy is refused");
 	CHECK(!r.own_creds && r.own_creds_err == -EPERM,
 	      "the ring says the copy was refused (err %d)", r.own_creds_err);
 	dbr_ring_exit(&r);

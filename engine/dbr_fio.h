@@ -91,7 +91,7 @@ struct dbr_data {
 	int stats_fd;		/* gpu_stats_file, or -1 */
 	const char *stats_path;	/* its name (the option's or the environment's) */
 	bool ended;		/* dbr_end ran: results counted, all released */
-	uint64_t io_first_ns;	/* gpu_now_ns at the first commit (0: none) */
+	uint64_t io_first_ns;	/* window_now_ns at the first commit (0: none) */
 	uint64_t io_last_ns;	/* and at the last getevents that reaped */
 	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
 };

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "dbr_fio.h"
@@ -675,23 +674,6 @@ static void dbr_mark_issued(struct thread_data *td, struct dbr_data *dd)
 	dd->nr_queued = 0;
 }
 
-/*
- * The clock of a thread's I/O window (io_start_ms / io_end_ms in its
- * record, and whether a GPU's threads ran together): the coarse one, a
- * read of the kernel's last tick. The window is read at every getevents
- * that reaps, an I/O's worth of calls at fio's default batching, and the
- * fine clock cost 0.9% of the process's samples there (gpu=host, 4k reads
- * on zram, 1 thread); a tick (1-4 ms) is well inside what the window is
- * judged by (runs of a second and more, a 90% overlap).
- */
-static uint64_t window_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static int dbr_commit(struct thread_data *td)
 {
 	struct dbr_data *dd = td->io_ops_data;
@@ -700,7 +682,7 @@ static int dbr_commit(struct thread_data *td)
 	if (!dd->nr_queued)
 		return 0;
 	if (!dd->io_first_ns)
-		dd->io_first_ns = window_now_ns();
+		dd->io_first_ns = gpu_coarse_ns();
 	dbr_pipe_commit(&dd->sess.pipe);
 	/*
 	 * No free io_u left: fio cannot go on without reaping, so its next
@@ -758,7 +740,7 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 	if (ret < 0)
 		td_verror(td, -ret, "getevents");
 	else if (ret)
-		dd->io_last_ns = window_now_ns();
+		dd->io_last_ns = gpu_coarse_ns();
 	if (dd->sess.pipe.copies)
 		dbr_say_copy_errors(td, dd, ret);
 	return ret;

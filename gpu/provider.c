@@ -159,12 +159,22 @@ long gpu_spin_ns(void)
 	return ns;
 }
 
-uint64_t gpu_now_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(clock, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t gpu_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t gpu_coarse_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 bool gpu_past_deadline(const struct gpu_buf *b)

@@ -178,6 +178,11 @@ void gpu_shadow_unmap(struct gpu_buf *b);
 long gpu_spin_ns(void);
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t gpu_now_ns(void);
+/*
+ * The same clock as of the kernel's last tick (1-4 ms old), for stamps
+ * read once an I/O that need no finer grain: a fraction of the cost.
+ */
+uint64_t gpu_coarse_ns(void);
 /* Has b's deadline passed (the job is stopping and its copies are late)? */
 bool gpu_past_deadline(const struct gpu_buf *b);
 /* Sleep ns nanoseconds (under a second). */

@@ -159,6 +159,8 @@ void dbr_say_stop(struct thread_data *td, struct dbr_data *dd);
 void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);
 /* What the resident kernel's diagnostic build counted (when it ran). */
 void dbr_say_kernel_rounds(struct thread_data *td, struct dbr_data *dd);
+/* Where the thread's time in the engine went per I/O (DBR_PROFILE=1). */
+void dbr_say_profile(struct thread_data *td, struct dbr_data *dd);
 
 /*
  * The thread's results into the run's table and gpu_stats_file (dd NULL:

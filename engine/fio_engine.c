@@ -628,9 +628,9 @@ static void dbr_prep_req(struct thread_data *td, struct dbr_data *dd,
 	}
 }
 
-static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
+static enum fio_q_status dbr_queue_io(struct thread_data *td,
+				      struct dbr_data *dd, struct io_u *io_u)
 {
-	struct dbr_data *dd = td->io_ops_data;
 	struct dbr_pio *io = &dd->ios[io_u->index];
 	int ret;
 
@@ -650,6 +650,16 @@ static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
 	}
 	dd->queued[dd->nr_queued++] = io_u;
 	return FIO_Q_QUEUED;
+}
+
+static enum fio_q_status dbr_queue(struct thread_data *td, struct io_u *io_u)
+{
+	struct dbr_data *dd = td->io_ops_data;
+	uint64_t t0 = dbr_prof_begin();
+	enum fio_q_status ret = dbr_queue_io(td, dd, io_u);
+
+	dbr_prof_end(&dd->sess.ring.prof, DBR_PROF_QUEUE, t0);
+	return ret;
 }
 
 /*
@@ -674,13 +684,10 @@ static void dbr_mark_issued(struct thread_data *td, struct dbr_data *dd)
 	dd->nr_queued = 0;
 }
 
-static int dbr_commit(struct thread_data *td)
+static int dbr_commit_queued(struct thread_data *td, struct dbr_data *dd)
 {
-	struct dbr_data *dd = td->io_ops_data;
 	int ret;
 
-	if (!dd->nr_queued)
-		return 0;
 	if (!dd->io_first_ns)
 		dd->io_first_ns = gpu_coarse_ns();
 	dbr_pipe_commit(&dd->sess.pipe);
@@ -700,6 +707,20 @@ static int dbr_commit(struct thread_data *td)
 	return 0;
 }
 
+static int dbr_commit(struct thread_data *td)
+{
+	struct dbr_data *dd = td->io_ops_data;
+	uint64_t t0;
+	int ret;
+
+	if (!dd->nr_queued)
+		return 0;
+	t0 = dbr_prof_begin();
+	ret = dbr_commit_queued(td, dd);
+	dbr_prof_end(&dd->sess.ring.prof, DBR_PROF_COMMIT, t0);
+	return ret;
+}
+
 /* Is the job ending: a signal, or its runtime over (as fio's own check)? */
 static bool dbr_job_stopping(void *arg)
 {
@@ -716,6 +737,7 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 			 unsigned int max, const struct timespec *t)
 {
 	struct dbr_data *dd = td->io_ops_data;
+	uint64_t t0 = dbr_prof_begin();
 	int ret;
 
 	(void)t;
@@ -743,6 +765,7 @@ static int dbr_getevents(struct thread_data *td, unsigned int min,
 		dd->io_last_ns = gpu_coarse_ns();
 	if (dd->sess.pipe.copies)
 		dbr_say_copy_errors(td, dd, ret);
+	dbr_prof_end(&dd->sess.ring.prof, DBR_PROF_GETEVENTS, t0);
 	return ret;
 }
 
@@ -778,6 +801,7 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 	dd->ended = true;
 	dbr_say_counts(td, dd);
 	dbr_say_kernel_rounds(td, dd);
+	dbr_say_profile(td, dd);
 	dbr_end_results(td, dd);
 	if (dd->stats_fd >= 0)
 		close(dd->stats_fd);

@@ -179,7 +179,7 @@ static int fence_upto(struct dbr_pipe *p, unsigned int *first,
 static void run_pass(struct dbr_pipe *p)
 {
 	unsigned int i, round, rounds = 1, first = 0;
-	uint64_t now = gpu_now_ns();
+	uint64_t t0 = dbr_prof_begin(), now = gpu_now_ns();
 	size_t bytes = 0;
 	int ret = 0;
 
@@ -218,6 +218,7 @@ static void run_pass(struct dbr_pipe *p)
 	p->pass_reads = 0;
 	p->pass_bytes = 0;
 	p->pass_max = 0;
+	dbr_prof_end(&p->ring->prof, DBR_PROF_PASS, t0);
 }
 
 /*

@@ -215,6 +215,48 @@ void dbr_say_kernel_rounds(struct thread_data *td, struct dbr_data *dd)
 		 per_unit_us(k[GPU_KSTAT_WAIT_NS], n));
 }
 
+/*
+ * DBR_PROFILE=1 (prof.h): the job thread's time in the engine per I/O it
+ * queued, by fio's calls, and its io_uring_enter calls by why they were
+ * made, each with what it took.
+ */
+void dbr_say_profile(struct thread_data *td, struct dbr_data *dd)
+{
+	const struct dbr_prof *p = &dd->sess.ring.prof;
+	unsigned long n = p->calls[DBR_PROF_QUEUE];
+	double enters = 0.0, enter_us = 0.0;
+	char by[256];
+	size_t len = 0;
+	int i;
+	static const char *const why[DBR_PROF_NR] = {
+		[DBR_PROF_SUBMIT] = "submit",
+		[DBR_PROF_WAIT] = "submit and wait",
+		[DBR_PROF_REAP] = "reap",
+		[DBR_PROF_LOOK] = "copy wait's look",
+		[DBR_PROF_NAP] = "copy wait's sleep",
+	};
+
+	if (!dbr_prof_on || !dd->sess.opened || !n)
+		return;
+	by[0] = '\0';
+	for (i = DBR_PROF_FIRST_ENTER; i < DBR_PROF_NR; i++) {
+		enters += (double)p->calls[i] / (double)n;
+		enter_us += dbr_prof_us_per(p, i, n);
+		if (p->calls[i] && len < sizeof(by))
+			len += (size_t)snprintf(by + len, sizeof(by) - len, "%s%s %.2f (%.2f us)",
+						len ? ", " : "", why[i],
+						(double)p->calls[i] / (double)n,
+						dbr_prof_us_per(p, i, n));
+	}
+	dbr_info("%s thread %u: profile (DBR_PROFILE), per I/O queued (%lu): %.2f us in queue, %.2f in commit, %.2f in getevents (of these, %.2f in %.2f io_uring_enter calls: %s; %.2f sending copy passes, %.2f waiting on copies)",
+		 td->o.name, td->subjob_number, n,
+		 dbr_prof_us_per(p, DBR_PROF_QUEUE, n),
+		 dbr_prof_us_per(p, DBR_PROF_COMMIT, n),
+		 dbr_prof_us_per(p, DBR_PROF_GETEVENTS, n), enter_us, enters,
+		 by[0] ? by : "none", dbr_prof_us_per(p, DBR_PROF_PASS, n),
+		 per_unit_us(dd->sess.pipe.st.wait_ns, n));
+}
+
 /* r's GPU: the provider's name, the device and its PCI address */
 static void dbr_result_of_gpu(struct dbr_result *r,
 			      const struct gpu_provider *p, int dev)

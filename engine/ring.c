@@ -84,6 +84,7 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 
 	memset(r, 0, sizeof(*r));
 	r->stash_tail = &r->stash;
+	dbr_prof_start(&r->prof);
 	/* before the ring: the workers it makes copy this thread's creds */
 	if (p->own_creds) {
 		r->own_creds_err = ring_own_creds();
@@ -328,6 +329,7 @@ static int submit_watched(struct dbr_ring *r, unsigned int wait_nr)
 {
 	struct dbr_watch *w = r->watch;
 	struct io_uring_cqe *cqe;
+	uint64_t t0;
 	int ret;
 
 	dbr_watch_begin(w, dbr_watch_now());
@@ -337,8 +339,10 @@ static int submit_watched(struct dbr_ring *r, unsigned int wait_nr)
 			.tv_nsec = (long long)(w->period_ns % 1000000000ULL),
 		};
 
+		t0 = dbr_prof_begin();
 		ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr,
 						       &ts, NULL);
+		dbr_prof_end(&r->prof, DBR_PROF_WAIT, t0);
 		if (ret != -ETIME && ret != -EINTR)
 			break;
 		/* what was queued went in with the first enter */
@@ -357,6 +361,7 @@ static int submit_watched(struct dbr_ring *r, unsigned int wait_nr)
 /* Submit what is queued, and wait for wait_nr completions in one enter. */
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 {
+	uint64_t t0;
 	int ret;
 
 	if (!r->unsubmitted && !wait_nr)
@@ -364,6 +369,7 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 	if (wait_nr && r->watch)
 		return submit_watched(r, wait_nr);
 	do {
+		t0 = dbr_prof_begin();
 		/*
 		 * With DEFER_TASKRUN completions reach the CQ only when we
 		 * enter with GETEVENTS: do that in the submit enter too, so
@@ -374,6 +380,8 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 			ret = io_uring_submit_and_get_events(&r->ring);
 		else
 			ret = io_uring_submit_and_wait(&r->ring, wait_nr);
+		dbr_prof_end(&r->prof, wait_nr ? DBR_PROF_WAIT : DBR_PROF_SUBMIT,
+			     t0);
 	} while (ret == -EINTR);
 	if (ret < 0)
 		return ret;
@@ -451,8 +459,12 @@ static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 	struct io_uring_cqe *cqe;
 	unsigned int n = 0, head, seen = 0;
 
-	if (flush && enter_would_reap(r))
+	if (flush && enter_would_reap(r)) {
+		uint64_t t0 = dbr_prof_begin();
+
 		io_uring_get_events(&r->ring);
+		dbr_prof_end(&r->prof, DBR_PROF_REAP, t0);
+	}
 
 	io_uring_for_each_cqe(&r->ring, head, cqe) {
 		struct dbr_req *req = io_uring_cqe_get_data(cqe);
@@ -476,11 +488,14 @@ int dbr_ring_wait_timeout(struct dbr_ring *r, long ns)
 		.tv_nsec = ns % 1000000000L,
 	};
 	struct io_uring_cqe *cqe;
+	uint64_t t0;
 	int ret;
 
 	if (r->stash || io_uring_cq_ready(&r->ring))
 		return dbr_ring_submit(r, 0);
+	t0 = dbr_prof_begin();
 	ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, &ts, NULL);
+	dbr_prof_end(&r->prof, DBR_PROF_NAP, t0);
 	if (ret >= 0)
 		r->unsubmitted = 0;
 	return ret == -ETIME || ret == -EINTR ? 0 : ret;
@@ -490,8 +505,12 @@ unsigned int dbr_ring_ready(struct dbr_ring *r)
 {
 	if (r->stash)
 		return 1;
-	if (enter_would_reap(r))
+	if (enter_would_reap(r)) {
+		uint64_t t0 = dbr_prof_begin();
+
 		io_uring_get_events(&r->ring);
+		dbr_prof_end(&r->prof, DBR_PROF_LOOK, t0);
+	}
 	return io_uring_cq_ready(&r->ring);
 }
 

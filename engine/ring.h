@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <liburing.h>
 
+#include "prof.h"
 #include "watchdog.h"
 
 /* consecutive -EAGAIN completions of one request before we give up on it */
@@ -94,6 +95,8 @@ struct dbr_ring {
 	/* called for each request as it enters the SQ (tests watch order) */
 	void (*on_queue)(void *arg, const struct dbr_req *req);
 	void *on_queue_arg;
+	/* DBR_PROFILE's figures for the thread that owns the ring (prof.h) */
+	struct dbr_prof prof;
 };
 
 int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p);

@@ -6,7 +6,10 @@ Per row: this engine into GPU memory (impl dbr), fio's io_uring engine on
 host memory and, where it ran, this engine on host memory (dbr-host), each as
 min / median / max IOPS over the repetitions; the ratios of repetition i of
 ours to repetition i of the reference (they ran back to back), as median and
-minimum, since a run that falls into a slow mode is the defect to see; and
+minimum, since a run that falls into a slow mode is the defect to see, and
+where this engine ran on host memory too, that run against fio's (the
+engine without copies: a low minimum there as well is the machine's mode,
+not the copies'); and
 GPU copies per runtime copy call or copy kernel launch (median over
 repetitions, and the lowest); and the copy stage: the time from an I/O's
 copies being queued to their being seen done, and the job threads' time
@@ -98,19 +101,21 @@ def row(label, job, impls, ceil):
     copy = ("%.1f / %.2f" % (statistics.median(c[0] for c in stage),
                              statistics.median(c[1] for c in stage))
             if stage else "-")
-    return "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+    return "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
         label, job, len(ours), spread([i for _, i, _, _ in ours]) if ours else "-",
         spread([i for _, i, _, _ in fio]) if fio else "-", ratio_cell(ours, fio),
-        ratio_cell(ours, host), ceiling_cell(job, ours, ceil), calls, copy)
+        ratio_cell(ours, host), ratio_cell(host, fio),
+        ceiling_cell(job, ours, ceil), calls, copy)
 
 
 def main(argv):
     print("| target | job | n | ours IOPS min / median / max | "
           "fio io_uring IOPS | ours / fio, median (min) | "
-          "ours / gpu=host, median (min) | ours / ceiling loop, median (min) | "
+          "ours / gpu=host, median (min) | gpu=host / fio, median (min) | "
+          "ours / ceiling loop, median (min) | "
           "copies per runtime call or launch | "
           "copy stage per copied I/O: done after / waited, us |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for arg in argv:
         label, _, path = arg.partition("=")
         try:

@@ -228,11 +228,10 @@ void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 /* gpu_sync settled for provider prov into *sync */
 int dbr_pick_sync(struct thread_data *td, const struct gpu_provider *prov,
 		  bool *sync);
-/* the session the thread's settings ask for: depth I/O slots, the
- * buffer named for it (gpu_buf_init), p2p or bounce, gpu_sync */
-void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth,
-		     const struct gpu_buf *buf, bool p2p, bool sync,
-		     struct dbr_sess_cfg *c);
+/* the session the thread's settings ask for: depth I/O slots, p2p or
+ * bounce, gpu_sync */
+void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
+		     bool sync, struct dbr_sess_cfg *c);
 /*
  * fio sizes a thread's files (get_file_size) before it lays out the ones
  * missing: a file it created carries this mark in its engine_data.

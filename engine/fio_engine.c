@@ -364,7 +364,7 @@ static int dbr_open_session(struct thread_data *td, struct dbr_data *dd,
 	enum dbr_sess_step step;
 	int ret;
 
-	dbr_sess_cfg_of(td, dd->nr_ios, &dd->sess.buf, p2p, sync, &c);
+	dbr_sess_cfg_of(td, dd->nr_ios, p2p, sync, &c);
 	ret = dbr_sess_open(&dd->sess, &c, &step);
 	if (ret)
 		return dbr_open_failed(td, &c, step, ret);

@@ -16,18 +16,22 @@
 /*
  * Set-up flags to try, best first. SINGLE_ISSUER + DEFER_TASKRUN lets the
  * kernel run completion work only when we ask for events, which is exactly
- * when fio asks. TASKRUN_FLAG, where the ring's params ask for it, makes
- * the kernel say in the SQ ring's flags when such work is waiting, so that
- * a reap with an empty CQ enters only when an enter would bring
- * completions. COOP_TASKRUN avoids IPIs on older kernels. Each older kernel
- * answers EINVAL to flags it does not know, so we step down.
+ * when fio asks. COOP_TASKRUN avoids IPIs on older kernels. Each older
+ * kernel answers EINVAL to flags it does not know, so we step down.
+ *
+ * No TASKRUN_FLAG, as fio's engine asks for none: with it, each time the
+ * kernel's list of deferred completions goes from empty to not, the
+ * completing CPU (an io-wq worker, an NVMe interrupt) sets a bit in the
+ * SQ ring's flags word, in the cache line that holds the rings' heads and
+ * tails the job thread writes, and the thread's next enter clears it. On
+ * 4k reads at one thread that line's trips cost 8-10% of the rate, with
+ * copies or without (docs/perf.md); all the flag saved was an enter where
+ * a reap found the CQ empty, which fio's calls seldom make.
  */
-#define DBR_SINGLE_TASK	(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | \
-			 IORING_SETUP_TASKRUN_FLAG)
+#define DBR_SINGLE_TASK	(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
 
 static const unsigned int setup_ladder[] = {
 	DBR_SINGLE_TASK,
-	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN,
 	IORING_SETUP_COOP_TASKRUN,
 	0,
@@ -96,8 +100,6 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 		/* SQPOLL submits from its own thread: no single issuer */
 		if (p->sqpoll || !p->single_issuer)
 			flags &= ~DBR_SINGLE_TASK;
-		if (!p->taskrun_flag)
-			flags &= ~IORING_SETUP_TASKRUN_FLAG;
 		ret = ring_try_init(r, p, flags);
 		if (ret != -EINVAL)
 			break;
@@ -429,30 +431,21 @@ static unsigned int pop_stash(struct dbr_ring *r, struct dbr_req **done,
 	return n;
 }
 
+/* rings whose completions show only after an enter: deferred task work, polling */
+#define DBR_ENTER_TO_REAP	(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)
+
+/* With the CQ empty and I/O out, could an enter bring completions? */
+static bool enter_would_reap(const struct dbr_ring *r)
+{
+	return (r->setup_flags & DBR_ENTER_TO_REAP) && r->inflight &&
+	       !io_uring_cq_ready(&r->ring);
+}
+
 /*
  * Collect up to max completed requests without blocking. With DEFER_TASKRUN
  * the kernel posts completions only when asked, so ask first when the CQ
  * looks empty.
  */
-/* rings whose completions show only after an enter: deferred task work, polling */
-#define DBR_ENTER_TO_REAP	(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL)
-
-/*
- * With the CQ empty and I/O out, could an enter bring completions? Always
- * for a polled ring; with deferred task work, where the kernel flags
- * waiting work (TASKRUN_FLAG), only when it does.
- */
-static bool enter_would_reap(const struct dbr_ring *r)
-{
-	if (!(r->setup_flags & DBR_ENTER_TO_REAP) || !r->inflight ||
-	    io_uring_cq_ready(&r->ring))
-		return false;
-	if ((r->setup_flags & IORING_SETUP_IOPOLL) ||
-	    !(r->setup_flags & IORING_SETUP_TASKRUN_FLAG))
-		return true;
-	return IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN;
-}
-
 static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 			      unsigned int max, bool flush)
 {

@@ -60,17 +60,6 @@ struct dbr_ring_params {
 	bool single_issuer;	/* all submissions come from the creating task */
 	bool iopoll;		/* IORING_SETUP_IOPOLL: polled completions (hipri) */
 	/*
-	 * IORING_SETUP_TASKRUN_FLAG beside DEFER_TASKRUN: a reap with an
-	 * empty CQ enters only when the kernel flags completions waiting. It
-	 * saves an enter per reap where reaps find nothing (a ring without
-	 * copies at low depth), but each time the kernel's list of deferred
-	 * completions goes from empty to not, the completing CPU writes the
-	 * flag into a line of the SQ ring that the job thread reads. A ring
-	 * under GPU copies, whose thread looks at the ring while it waits,
-	 * runs faster without it (docs/perf.md).
-	 */
-	bool taskrun_flag;
-	/*
 	 * Give the creating thread its own copy of its credentials first
 	 * (dbr_ring_init says why); dbr_ring.own_creds says whether it took.
 	 */

@@ -352,12 +352,10 @@ static unsigned int dbr_pieces_max(struct thread_data *td)
 	return s.nr;
 }
 
-void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth,
-		     const struct gpu_buf *buf, bool p2p, bool sync,
-		     struct dbr_sess_cfg *c)
+void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
+		     bool sync, struct dbr_sess_cfg *c)
 {
 	struct dbr_options *o = td->eo;
-	bool copies = dbr_pipe_copies(!buf->host_is_device, p2p, sync);
 
 	*c = (struct dbr_sess_cfg){
 		.ring = {
@@ -368,8 +366,6 @@ void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth,
 			/* fio submits and reaps from the job's own thread */
 			.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
 			.iopoll		= o->hipri,
-			/* a copy wait looks at the ring (ring.h says why) */
-			.taskrun_flag	= !copies,
 			.own_creds	= o->thread_creds == DBR_CREDS_OWN,
 		},
 		.depth		= depth,

@@ -29,7 +29,6 @@ static void gather_ring(struct dd_facts *f)
 	/* every flag the engine may ask for: what this kernel takes */
 	struct dbr_ring_params p = {
 		.entries = 4, .sqpoll_cpu = -1, .single_issuer = true,
-		.taskrun_flag = true,
 	};
 	struct dbr_ring r;
 

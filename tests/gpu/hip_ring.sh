@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# The ring's set-up flags follow the path (ring.h, taskrun_flag): a ring
-# under GPU copies (gpu=hip transfer=bounce, through the HIP double) is set
-# up without IORING_SETUP_TASKRUN_FLAG, a ring without copies (gpu=host)
-# with it, both with SINGLE_ISSUER and DEFER_TASKRUN. Read from the engine's
-# path line ("..., ring FLAGS, thread_creds=..."), on a kernel that takes
-# all three. And the thread's credentials (thread_creds, ring.c says why):
+# The ring's set-up flags are fio's engine's on every path (ring.c says
+# why): SINGLE_ISSUER and DEFER_TASKRUN, no IORING_SETUP_TASKRUN_FLAG, for
+# a ring under GPU copies (gpu=hip transfer=bounce, through the HIP double)
+# and one without (gpu=host). Read from the engine's path line ("..., ring
+# FLAGS, thread_creds=..."), on a kernel that takes both. And the thread's credentials (thread_creds, ring.c says why):
 # a copy of its own by default, the process's with thread_creds=shared, a
 # value fio refuses otherwise.
 . "$(dirname "$0")/../lib.sh"
@@ -26,20 +25,24 @@ path_of() {
 ring_of() { echo "${1%%, *}"; }
 creds_of() { echo "${1#*, }"; }
 
+# want_fio_flags WHAT RING: pass when RING is SINGLE_ISSUER|DEFER_TASKRUN alone
+want_fio_flags() {
+	case "|$2|" in
+	*"|TASKRUN_FLAG|"*) fail "$1: ring $2, want no TASKRUN_FLAG" ;;
+	*"|SINGLE_ISSUER|DEFER_TASKRUN|"*) pass "$1: ring $2, no TASKRUN_FLAG" ;;
+	*) fail "$1: ring ${2:-unknown}, want SINGLE_ISSUER|DEFER_TASKRUN" ;;
+	esac
+}
+
 host=$(ring_of "$(path_of host host)")
 case "|$host|" in
-*"|TASKRUN_FLAG|"*) ;;
-*) skip "this kernel does not take TASKRUN_FLAG beside DEFER_TASKRUN (ring ${host:-unknown})" ;;
+*"|DEFER_TASKRUN|"*) ;;
+*) skip "this kernel does not take DEFER_TASKRUN (ring ${host:-unknown})" ;;
 esac
-pass "gpu=host (no copies): ring $host"
+want_fio_flags "gpu=host (no copies)" "$host"
 
 hip_path=$(path_of hip hip)
-hip=$(ring_of "$hip_path")
-case "|$hip|" in
-*"|TASKRUN_FLAG|"*) fail "gpu=hip bounce (copies): ring $hip, want no TASKRUN_FLAG" ;;
-*"|SINGLE_ISSUER|DEFER_TASKRUN|"*) pass "gpu=hip bounce (copies): ring $hip, no TASKRUN_FLAG" ;;
-*) fail "gpu=hip bounce (copies): ring ${hip:-unknown}, want SINGLE_ISSUER|DEFER_TASKRUN" ;;
-esac
+want_fio_flags "gpu=hip bounce (copies)" "$(ring_of "$hip_path")"
 
 # the credentials: the hip job's by default, and a job with shared ones
 own=$(creds_of "$hip_path")

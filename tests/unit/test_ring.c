@@ -44,12 +44,11 @@ static int make_file(char *path)
 	return fd;
 }
 
-static void init_ring_flagged(struct dbr_ring *r, unsigned int entries,
-			      bool taskrun_flag)
+/* as the engine sets up its ring: a single issuer */
+static void init_ring(struct dbr_ring *r, unsigned int entries)
 {
 	struct dbr_ring_params p = {
 		.entries = entries, .sqpoll_cpu = -1, .single_issuer = true,
-		.taskrun_flag = taskrun_flag,
 	};
 	char flags[128];
 	int ret = dbr_ring_init(r, &p);
@@ -58,12 +57,6 @@ static void init_ring_flagged(struct dbr_ring *r, unsigned int entries,
 	CHECK(ret == 0, "ring set up with %s (ret %d)", flags, ret);
 	if (ret)
 		exit(check_done("test_ring"));
-}
-
-/* as the engine sets up a ring without copies: TASKRUN_FLAG asked for */
-static void init_ring(struct dbr_ring *r, unsigned int entries)
-{
-	init_ring_flagged(r, entries, true);
 }
 
 static struct dbr_req read_req(int fd, void *buf, unsigned int len,
@@ -420,47 +413,37 @@ static void test_watchdog(char *buf)
 }
 
 /*
- * A read that completes through io-wq comes back as deferred task work.
- * With TASKRUN_FLAG the ring enters for it only once the kernel flags such
- * work in the SQ ring; without (a ring under copies) it enters whenever the
- * CQ is empty. Either way dbr_ring_ready must see it: polling only
- * dbr_ring_ready, a flag read wrongly would never reap it (bounded at 5 s).
+ * A read that completes through io-wq comes back as deferred task work, and
+ * with no TASKRUN_FLAG (ring.c says why) nothing in the SQ ring says so:
+ * dbr_ring_ready must enter for it whenever the CQ is empty. Polling only
+ * dbr_ring_ready, a ring that waited for a flag would never reap it
+ * (bounded at 5 s).
  */
-static void test_io_wq_ready(int fd, char *buf, bool taskrun_flag)
+static void test_io_wq_ready(int fd, char *buf)
 {
-	const char *how = taskrun_flag ? "with TASKRUN_FLAG" : "without TASKRUN_FLAG";
 	struct dbr_ring r;
 	struct dbr_req req, *done[2];
 	unsigned int ready = 0;
 	uint64_t t0;
 	int n;
 
-	init_ring_flagged(&r, 8, taskrun_flag);
-	if (taskrun_flag && !(r.setup_flags & IORING_SETUP_TASKRUN_FLAG)) {
-		printf("# SKIP: the kernel refused TASKRUN_FLAG beside DEFER_TASKRUN: no flag to test\n");
-		dbr_ring_exit(&r);
-		return;
-	}
-	if (!taskrun_flag)
-		CHECK(!(r.setup_flags & IORING_SETUP_TASKRUN_FLAG),
-		      "a ring that does not ask for TASKRUN_FLAG has none");
+	init_ring(&r, 8);
+	CHECK(!(r.setup_flags & IORING_SETUP_TASKRUN_FLAG),
+	      "the ring is set up without TASKRUN_FLAG");
 	dbr_ring_register_buf_table(&r, 1);
 	dbr_ring_install_host(&r, 0, buf, BUF_SIZE);
 	memset(buf, 0, BLK);
 	req = read_req(fd, buf, BLK, 5 * BLK);
 	req.force_async = true;
 	dbr_ring_queue(&r, &req);
-	CHECK(dbr_ring_submit(&r, 0) >= 0, "a read for io-wq submitted (%s)", how);
+	CHECK(dbr_ring_submit(&r, 0) >= 0, "a read for io-wq submitted");
 	t0 = gpu_now_ns();
 	while (!(ready = dbr_ring_ready(&r)) && gpu_now_ns() - t0 < 5000000000ull)
 		;
 	n = dbr_ring_reap(&r, done, 2);
 	CHECK(ready == 1 && n == 1 && done[0] == &req && req.res == BLK &&
-	      buf[0] == 'f', "%s, polling dbr_ring_ready alone reaped the io-wq read (ready %u, %d reaped, res %d)",
-	      how, ready, n, req.res);
-	if (taskrun_flag)
-		CHECK(!(IO_URING_READ_ONCE(*r.ring.sq.kflags) & IORING_SQ_TASKRUN),
-		      "no task work flagged once it ran");
+	      buf[0] == 'f', "polling dbr_ring_ready alone reaped the io-wq read (ready %u, %d reaped, res %d)",
+	      ready, n, req.res);
 	dbr_ring_exit(&r);
 }
 
@@ -583,8 +566,7 @@ int main(void)
 	test_attach_file(fd);
 	test_attach_pieces(fd);
 	test_detach_no_quiesce(fd, buf);
-	test_io_wq_ready(fd, buf, true);
-	test_io_wq_ready(fd, buf, false);
+	test_io_wq_ready(fd, buf);
 	test_own_creds(fd, buf);
 	test_probe();
 	test_watch_logic();

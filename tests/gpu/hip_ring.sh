@@ -3,9 +3,10 @@
 # why): SINGLE_ISSUER and DEFER_TASKRUN, no IORING_SETUP_TASKRUN_FLAG, for
 # a ring under GPU copies (gpu=hip transfer=bounce, through the HIP double)
 # and one without (gpu=host). Read from the engine's path line ("..., ring
-# FLAGS, thread_creds=..."), on a kernel that takes both. And the thread's credentials (thread_creds, ring.c says why):
-# a copy of its own by default, the process's with thread_creds=shared, a
-# value fio refuses otherwise.
+# FLAGS, thread_creds=..."), on a kernel that takes both. And the thread's
+# credentials (thread_creds, ring.c says why): a copy of its own by
+# default, the process's with thread_creds=shared, a value fio refuses
+# otherwise.
 . "$(dirname "$0")/../lib.sh"
 
 use_hip_double

@@ -311,6 +311,13 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 	return GPU_KERNEL_LAUNCH;
 }
 
+bool dbr_watch_cq(unsigned int opt, bool can, unsigned int threads, long cpus)
+{
+	if (!can || !opt)
+		return false;
+	return opt != DBR_WATCH_CQ_AUTO || (cpus > 0 && threads >= (unsigned long)cpus);
+}
+
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)
 {
 	return ids[thread_idx % (unsigned int)n];

@@ -115,6 +115,23 @@ int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 			     unsigned int gpu_procs, const char **why);
 
+/* gpu_watch_cq=auto: the option value beside 0 and 1 */
+#define DBR_WATCH_CQ_AUTO	2u
+
+/*
+ * gpu_watch_cq settled (opt: 0, 1 or DBR_WATCH_CQ_AUTO) for a thread whose
+ * bounce reads the resident kernel copies (can: false for anything else).
+ * auto is on where the engine's job threads that may run at once (threads)
+ * are at least the online CPUs (cpus): each thread and its io-wq workers
+ * then wait for a CPU about as long as they run, and a copy the kernel
+ * starts from the CQ does not wait for the thread to get one back. Below
+ * that the thread gets to its reads at once, and the ring that defers
+ * completions to it (DEFER_TASKRUN) keeps its cache lines on its CPU:
+ * watching cost 4k reads 10-15% at 1 and 8 threads on the H200 and gained
+ * 15-25% at 16 (docs/perf.md).
+ */
+bool dbr_watch_cq(unsigned int opt, bool can, unsigned int threads, long cpus);
+
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);
 int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,

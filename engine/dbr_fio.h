@@ -64,6 +64,7 @@ struct dbr_options {
 	unsigned int thread_creds;
 	unsigned int gpu_copy;
 	unsigned int gpu_kernel;
+	unsigned int gpu_watch_cq;
 	char *watchdog;
 	char *stats_file;
 	char *spin_us;
@@ -223,6 +224,8 @@ int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev);
 /* gpu_kernel settled into b->kernel_mode (and b->kernel_why) */
 void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b);
+/* gpu_watch_cq settled for the thread's buffer and path (dbr_watch_cq) */
+bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p);
 /* gpu_cpus=auto applied (never fails: dd->cpus_said says what it did) */
 void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd);
 /* gpu_sync settled for provider prov into *sync */
@@ -231,7 +234,7 @@ int dbr_pick_sync(struct thread_data *td, const struct gpu_provider *prov,
 /* the session the thread's settings ask for: depth I/O slots, p2p or
  * bounce, gpu_sync */
 void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
-		     bool sync, struct dbr_sess_cfg *c);
+		     bool sync, bool watch, struct dbr_sess_cfg *c);
 /*
  * fio sizes a thread's files (get_file_size) before it lays out the ones
  * missing: a file it created carries this mark in its engine_data.

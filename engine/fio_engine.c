@@ -298,6 +298,24 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "gpu_watch_cq",
+		.lname	= "Resident kernel watches the CQ",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_watch_cq),
+		.help	= "Bounce reads: the resident copy kernel watches the ring's CQ and copies each read as its CQE comes, on a ring whose completions are posted as they come (no DEFER_TASKRUN)",
+		.def	= "auto",
+		.posval = {
+			  { .ival = "auto", .oval = DBR_WATCH_CQ_AUTO,
+			    .help = "On where the job's threads are at least the online CPUs (they and their io-wq workers then wait for a CPU), else off" },
+			  { .ival = "1", .oval = 1,
+			    .help = "On wherever the resident kernel runs" },
+			  { .ival = "0", .oval = 0,
+			    .help = "Off: the job thread sends each read's copy when it reaps it" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "stall_watchdog",
 		.lname	= "Stall watchdog",
 		.type	= FIO_OPT_STR_STORE,
@@ -364,7 +382,8 @@ static int dbr_open_session(struct thread_data *td, struct dbr_data *dd,
 	enum dbr_sess_step step;
 	int ret;
 
-	dbr_sess_cfg_of(td, dd->nr_ios, p2p, sync, &c);
+	dbr_sess_cfg_of(td, dd->nr_ios, p2p, sync,
+			dbr_pick_watch(td, &dd->sess.buf, p2p), &c);
 	ret = dbr_sess_open(&dd->sess, &c, &step);
 	if (ret)
 		return dbr_open_failed(td, &c, step, ret);

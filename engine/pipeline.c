@@ -7,8 +7,10 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "pipeline.h"
+#include "resident.h"
 
 static void pfifo_init(struct dbr_pfifo *q)
 {
@@ -66,9 +68,74 @@ static int pipe_stream_init(struct dbr_pipe *p)
 	return 0;
 }
 
+/*
+ * A wait for the kernel's copies of CQEs already posted (dbr_ring_wait_gpu),
+ * now and then: start the kernel again where it left, and give up at the
+ * job's stop deadline as the other copy waits do.
+ */
+static int pipe_kick(void *arg)
+{
+	struct dbr_pipe *p = arg;
+
+	if (gpu_past_deadline(p->buf))
+		return -ETIMEDOUT;
+	return gpu_resident_kick(p->buf, &p->stream);
+}
+
+/*
+ * gpu_watch_cq: the resident kernel watches the ring's CQ (its rings'
+ * memory mapped for the GPU) and copies each tagged read's bytes as its
+ * CQE comes, so that the copy starts when the I/O ends, not when this
+ * thread next gets a CPU to reap it and send a pass. Needs a ring whose
+ * completions are posted as they come (cqes_at_once) and one mapping for
+ * both rings (IORING_FEAT_SINGLE_MMAP). Where any of it is missing the
+ * reads' copies go in passes as before.
+ */
+static void pipe_watch_cq(struct dbr_pipe *p)
+{
+	struct io_uring *ring = &p->ring->ring;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+	struct gpu_cq_offsets o;
+	unsigned int i;
+	char *mem;
+
+	if (!p->stream_live || p->p2p ||
+	    (p->ring->setup_flags & IORING_SETUP_DEFER_TASKRUN) ||
+	    ring->cq.ring_ptr != ring->sq.ring_ptr)
+		return;
+	p->slots = calloc(p->depth, sizeof(*p->slots));
+	p->free_slots = calloc(p->depth, sizeof(*p->free_slots));
+	if (!p->slots || !p->free_slots)
+		goto fail;
+	mem = ring->sq.ring_ptr;
+	len = ring->sq.ring_sz > ring->cq.ring_sz ? ring->sq.ring_sz :
+						     ring->cq.ring_sz;
+	len = (len + page - 1) / page * page;
+	o.cq_tail = (size_t)((char *)ring->cq.ktail - mem);
+	o.sq_tail = (size_t)((char *)ring->sq.ktail - mem);
+	o.cqes = (size_t)((char *)ring->cq.cqes - mem);
+	o.cq_mask = ring->cq.ring_mask;
+	if (gpu_resident_watch(p->buf, &p->stream, mem, len, &o) < 0)
+		goto fail;
+	for (i = 0; i < p->depth; i++)
+		p->free_slots[i] = (uint16_t)i;
+	p->nr_free = p->depth;
+	p->cq_gpu = true;
+	p->ring->gpu_done = gpu_resident_cq_done(&p->stream);
+	p->ring->by_slot = p->slots;
+	p->ring->kick = pipe_kick;
+	p->ring->kick_arg = p;
+	return;
+fail:
+	free(p->slots);
+	free(p->free_slots);
+	p->slots = NULL;
+	p->free_slots = NULL;
+}
+
 int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  struct gpu_buf *buf, unsigned int depth, bool p2p,
-		  bool sync)
+		  bool sync, bool watch)
 {
 	*p = (struct dbr_pipe){
 		.ring	= ring,
@@ -78,6 +145,8 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		.copies	= dbr_pipe_copies(!buf->host_is_device, p2p, sync),
 		.depth	= depth ? depth : 1,
 	};
+	int ret;
+
 	p->full_pass = pass_threshold(p->depth);
 	pfifo_init(&p->pre);
 	pfifo_init(&p->post);
@@ -85,7 +154,10 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 	p->pass = calloc(p->depth, sizeof(*p->pass));
 	if (!p->pass)
 		return -ENOMEM;
-	return pipe_stream_init(p);
+	ret = pipe_stream_init(p);
+	if (!ret && watch && p->depth <= 65536)
+		pipe_watch_cq(p);
+	return ret;
 }
 
 void dbr_pipe_exit(struct dbr_pipe *p)
@@ -93,6 +165,15 @@ void dbr_pipe_exit(struct dbr_pipe *p)
 	if (p->stream_live)
 		gpu_stream_exit(p->buf, &p->stream);
 	p->stream_live = false;
+	if (p->cq_gpu) {
+		p->ring->gpu_done = NULL;
+		p->ring->kick = NULL;
+		p->cq_gpu = false;
+	}
+	free(p->slots);
+	free(p->free_slots);
+	p->slots = NULL;
+	p->free_slots = NULL;
 	free(p->pass);
 	p->pass = NULL;
 }
@@ -344,6 +425,15 @@ int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io)
 	int ret;
 
 	plan_copies(p, io);
+	if (p->cq_gpu && io->nr_copies && io->copy[0] == GPU_H2D &&
+	    copies_after(io) && p->nr_free && !(io->off % 16) &&
+	    !(io->req.len % 16) && io->req.len < (64u << 10)) {
+		uint16_t slot = p->free_slots[--p->nr_free];
+
+		p->slots[slot] = &io->req;
+		io->req.tag = gpu_kring_cq_tag(slot, io->off, true);
+		io->copy_start = gpu_now_ns();
+	}
 	if (io->nr_copies && !copies_after(io)) {
 		add_to_pass(p, io);
 	} else if (!p->pre.head) {
@@ -381,6 +471,21 @@ static void set_result(struct dbr_pio *io)
 static void finish_ring_io(struct dbr_pipe *p, struct dbr_pio *io)
 {
 	set_result(io);
+	if (io->req.tag) {	/* the kernel watching the CQ copied it */
+		uint64_t now = 0;
+
+		p->free_slots[p->nr_free++] = (uint16_t)io->req.tag;
+		io->req.tag = 0;
+		p->st.cq_copied += !io->error;
+		if (io->nr_copies < 2 || io->error) {
+			account_copy(p, io, &now);
+			make_ready(p, io);
+			return;
+		}
+		/* gpu_sync: the copy back to fio's view goes as before */
+		io->copy[0] = io->copy[1];
+		io->nr_copies = 1;
+	}
 	if (io->error || !io->nr_copies || !copies_after(io) || p->stopping) {
 		make_ready(p, io);
 		return;
@@ -540,6 +645,8 @@ static int wait_progress(struct dbr_pipe *p)
 	uint64_t ticket = wait_ticket(p), t0;
 	int ret;
 
+	if (!ticket && p->cq_gpu)
+		return dbr_ring_wait(p->ring, 1);
 	if (!ticket)
 		return dbr_ring_submit(p->ring, dbr_ring_inflight(p->ring) ? 1 : 0);
 	t0 = gpu_now_ns();

@@ -86,6 +86,7 @@ struct dbr_pipe_stats {
 	unsigned long held_back;	/* I/O that waited for an earlier one */
 	unsigned long copy_errors;	/* I/O failed by a copy */
 	unsigned long copied;		/* I/O whose copies completed */
+	unsigned long cq_copied;	/* of them reads the kernel copied from the CQ */
 	uint64_t copy_ns;	/* their time from queueing to seen done */
 	uint64_t wait_ns;	/* time the caller spent blocked on copies */
 };
@@ -109,6 +110,11 @@ struct dbr_pipe {
 	struct dbr_pipe_stats st;
 	struct gpu_stream stream;	/* the buffer's copies, if it has any */
 	bool stream_live;
+	/* the resident kernel watches the ring's CQ and copies reads itself */
+	bool cq_gpu;
+	struct dbr_req **slots;		/* tagged requests by slot */
+	uint16_t *free_slots;
+	unsigned int nr_free;
 };
 
 /*
@@ -121,9 +127,15 @@ static inline bool dbr_pipe_copies(bool device_memory, bool p2p, bool sync)
 	return device_memory && (!p2p || sync);
 }
 
+/*
+ * watch: have the resident kernel watch the ring's CQ and copy reads as
+ * their CQEs come (gpu_watch_cq; the ring set up with cqes_at_once), where
+ * it runs; else, or where that cannot be set up, reads' copies go in
+ * passes as the thread reaps them.
+ */
 int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  struct gpu_buf *buf, unsigned int depth, bool p2p,
-		  bool sync);
+		  bool sync, bool watch);
 /* Copies still running finish; then the stream and the pass go (idempotent). */
 void dbr_pipe_exit(struct dbr_pipe *p);
 
@@ -155,6 +167,7 @@ static inline int dbr_pipe_queue(struct dbr_pipe *p, struct dbr_pio *io)
 	int ret;
 
 	io->req.owner = io;
+	io->req.tag = 0;
 	io->error = 0;
 	io->resid = 0;
 	io->ticket = 0;

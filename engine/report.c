@@ -181,7 +181,7 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 	const struct dbr_pipe_stats *ps = &dd->sess.pipe.st;
 	const struct dbr_ring *ring = &dd->sess.ring;
 
-	if (!dd->sess.opened || (!ring->reissues && !cs->copies))
+	if (!dd->sess.opened || (!ring->reissues && !cs->copies && !ps->cq_copied))
 		return;
 	dbr_info("%s thread %u: %lu -EAGAIN reissue%s, %lu GPU copies in %lu runtime calls (%lu merged with a neighbour; %.2f us in the runtime per copy), %lu kernel launches and %lu passes to the resident kernel (%lu starts), copies done %.1f us after queueing (mean), %.2f us waited on copies per copied I/O, %lu fences (%lu by the copy kernel, %lu event queries, %lu slept), %lu I/O held for order, %lu failed by a copy",
 		 td->o.name, td->subjob_number, ring->reissues,
@@ -192,6 +192,9 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		 per_unit_us(ps->wait_ns, ps->copied), cs->fences,
 		 cs->kernel_fences, cs->queries, cs->waits, ps->held_back,
 		 ps->copy_errors);
+	if (ps->cq_copied)
+		dbr_info("%s thread %u: %lu reads copied by the resident kernel from the ring's CQ (gpu_watch_cq), no pass or runtime call each",
+			 td->o.name, td->subjob_number, ps->cq_copied);
 }
 
 /*
@@ -295,6 +298,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->copy_calls = cs->calls;
 	r->copy_launches = cs->launches;
 	r->copy_passes = cs->passes;
+	r->cq_copies = ps->cq_copied;
 	r->copied_ios = ps->copied;
 	r->copy_ns = ps->copy_ns;
 	r->copy_wait_ns = ps->wait_ns;

@@ -113,8 +113,9 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 		     dir_names[d], r->bytes[d], dir_names[d], r->ios[d],
 		     dir_names[d], r->runtime_ms[d], dir_names[d],
 		     dbr_result_bw(r, d), dir_names[d], dbr_result_iops(r, d));
-	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"copy_launches\":%lu,\"copy_passes\":%lu",
-	     r->copies, r->copy_calls, r->copy_launches, r->copy_passes);
+	jcat(&j, ",\"copies\":%lu,\"copy_calls\":%lu,\"copy_launches\":%lu,\"copy_passes\":%lu,\"cq_copies\":%lu",
+	     r->copies, r->copy_calls, r->copy_launches, r->copy_passes,
+	     r->cq_copies);
 	jcat(&j, ",\"copied_ios\":%lu,\"copy_ns\":%" PRIu64 ",\"copy_wait_ns\":%" PRIu64,
 	     r->copied_ios, r->copy_ns, r->copy_wait_ns);
 	jcat(&j, ",\"reissues\":%lu,\"error\":%d", r->reissues, r->error);

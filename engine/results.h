@@ -46,6 +46,7 @@ struct dbr_result {
 	unsigned long copy_calls;	/* runtime calls that carried them */
 	unsigned long copy_launches;	/* copy-kernel launches that did */
 	unsigned long copy_passes;	/* passes the resident kernel took */
+	unsigned long cq_copies;	/* reads it copied from the CQ */
 	/* I/O whose copies ran; their time from queueing to seen done, and
 	 * the thread's time blocked on copies, both summed (what limits 4k
 	 * bounce reads at low thread counts) */

@@ -101,6 +101,13 @@ int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p)
 		/* SQPOLL submits from its own thread: no single issuer */
 		if (p->sqpoll || !p->single_issuer)
 			flags &= ~DBR_SINGLE_TASK;
+		/*
+		 * COOP_TASKRUN stays: io-wq hands each finished request back
+		 * through task work, which would otherwise signal the thread
+		 * (an IPI) once per I/O
+		 */
+		if (p->cqes_at_once && (flags & IORING_SETUP_DEFER_TASKRUN))
+			continue;
 		ret = ring_try_init(r, p, flags);
 		if (ret != -EINVAL)
 			break;
@@ -350,7 +357,7 @@ static int submit_watched(struct dbr_ring *r, unsigned int wait_nr)
 			break;
 		/* what was queued went in with the first enter */
 		r->unsubmitted = 0;
-		if (io_uring_cq_ready(&r->ring) || !r->inflight)
+		if (dbr_cq_ready(r) || !r->inflight)
 			break;
 		dbr_watch_quiet(w, dbr_watch_now(), r->inflight);
 	}
@@ -391,6 +398,45 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 	r->unsubmitted -= (unsigned int)ret < r->unsubmitted ?
 			  (unsigned int)ret : r->unsubmitted;
 	return ret;
+}
+
+/*
+ * A watched CQ: enter while fewer than nr CQEs are posted (the kernel waits
+ * for them), then spin while the GPU copies, starting its kernel where it
+ * has left.
+ */
+int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr)
+{
+	unsigned int spins = 0;
+	int ret;
+
+	if (r->unsubmitted) {
+		ret = dbr_ring_submit(r, 0);
+		if (ret < 0)
+			return ret;
+	}
+	while (!r->stash && dbr_cq_ready(r) < nr) {
+		unsigned int head = *r->ring.cq.khead;
+
+		if (io_uring_cq_ready(&r->ring) < nr) {
+			ret = dbr_ring_submit(r, nr);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		/* posted: spin on the GPU's count alone, not the ring's line */
+		while (dbr_cq_limit(r) - head < nr) {
+			if (++spins % 256 == 0 && r->kick) {
+				ret = r->kick(r->kick_arg);
+				if (ret < 0)
+					return ret;
+			}
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		}
+	}
+	return 0;
 }
 
 /*
@@ -451,7 +497,7 @@ static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 			      unsigned int max, bool flush)
 {
 	struct io_uring_cqe *cqe;
-	unsigned int n = 0, head, seen = 0;
+	unsigned int n = 0, head, seen = 0, limit;
 
 	if (flush && enter_would_reap(r)) {
 		uint64_t t0 = dbr_prof_begin();
@@ -460,11 +506,12 @@ static unsigned int reap_cqes(struct dbr_ring *r, struct dbr_req **done,
 		dbr_prof_end(&r->prof, DBR_PROF_REAP, t0);
 	}
 
+	limit = dbr_cq_limit(r);
 	io_uring_for_each_cqe(&r->ring, head, cqe) {
-		struct dbr_req *req = io_uring_cqe_get_data(cqe);
+		struct dbr_req *req = dbr_cqe_req(r, cqe);
 		int ret;
 
-		if (n == max)
+		if (n == max || head == limit)
 			break;
 		seen++;
 		ret = dbr_ring_handle_cqe(r, req, cqe->res);
@@ -485,7 +532,7 @@ int dbr_ring_wait_timeout(struct dbr_ring *r, long ns)
 	uint64_t t0;
 	int ret;
 
-	if (r->stash || io_uring_cq_ready(&r->ring))
+	if (r->stash || dbr_cq_ready(r))
 		return dbr_ring_submit(r, 0);
 	t0 = dbr_prof_begin();
 	ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, &ts, NULL);
@@ -505,7 +552,7 @@ unsigned int dbr_ring_ready(struct dbr_ring *r)
 		io_uring_get_events(&r->ring);
 		dbr_prof_end(&r->prof, DBR_PROF_LOOK, t0);
 	}
-	return io_uring_cq_ready(&r->ring);
+	return dbr_cq_ready(r);
 }
 
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max)
@@ -535,7 +582,7 @@ struct dbr_req *dbr_ring_next_slow(struct dbr_ring *r, bool flush)
 			r->stash_tail = &r->stash;
 		return req;
 	}
-	if (!flush && !io_uring_cq_ready(&r->ring))
+	if (!flush && !dbr_cq_ready(r))
 		return NULL;
 	return reap_cqes(r, &req, 1, true) ? req : NULL;
 }

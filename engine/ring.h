@@ -51,6 +51,7 @@ struct dbr_req {
 	unsigned int reissues;	/* -EAGAIN reissues of this request */
 	struct dbr_req *next;	/* on the ring's stash while quiescing */
 	void *owner;
+	uint64_t tag;		/* user_data where not 0 (a watched CQ's) */
 };
 
 struct dbr_ring_params {
@@ -64,6 +65,12 @@ struct dbr_ring_params {
 	 * (dbr_ring_init says why); dbr_ring.own_creds says whether it took.
 	 */
 	bool own_creds;
+	/*
+	 * No DEFER_TASKRUN: completions reach the CQ as they happen (from the
+	 * io-wq worker that finished the I/O), not when the thread enters, so
+	 * that a GPU watching the CQ (gpu/resident.h) sees them at once.
+	 */
+	bool cqes_at_once;
 };
 
 struct dbr_ring {
@@ -86,7 +93,43 @@ struct dbr_ring {
 	void *on_queue_arg;
 	/* DBR_PROFILE's figures for the thread that owns the ring (prof.h) */
 	struct dbr_prof prof;
+	/*
+	 * A GPU kernel watches the CQ and copies reads as their CQEs come
+	 * (gpu/resident.h): CQEs below *gpu_done are done, copies and all;
+	 * those past it are not reaped yet. Tagged user_data (bit 63) names
+	 * its request by_slot[user_data & 0xffff]; kick starts the kernel
+	 * again where a wait finds it gone.
+	 */
+	const uint64_t *gpu_done;
+	struct dbr_req **by_slot;
+	int (*kick)(void *arg);
+	void *kick_arg;
 };
+
+/* The request a CQE completes. */
+static inline struct dbr_req *dbr_cqe_req(const struct dbr_ring *r,
+					  const struct io_uring_cqe *cqe)
+{
+	uint64_t ud = cqe->user_data;
+
+	if (ud >> 63)
+		return r->by_slot[(uint16_t)ud];
+	return (struct dbr_req *)(uintptr_t)ud;
+}
+
+/* The CQ's last CQE the caller may reap, +1: its tail, or the GPU's count. */
+static inline unsigned int dbr_cq_limit(const struct dbr_ring *r)
+{
+	if (r->gpu_done)
+		return (unsigned int)__atomic_load_n(r->gpu_done, __ATOMIC_ACQUIRE);
+	return io_uring_smp_load_acquire(r->ring.cq.ktail);
+}
+
+/* CQEs the caller may reap. */
+static inline unsigned int dbr_cq_ready(const struct dbr_ring *r)
+{
+	return dbr_cq_limit(r) - *r->ring.cq.khead;
+}
 
 int dbr_ring_init(struct dbr_ring *r, const struct dbr_ring_params *p);
 void dbr_ring_exit(struct dbr_ring *r);
@@ -112,6 +155,8 @@ int dbr_ring_detach_file(struct dbr_ring *r, unsigned int slot, bool dmabuf);
 int dbr_probe_p2p(void);
 
 int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr);
+/* dbr_ring_wait for a watched CQ: nr CQEs posted, then copied. */
+int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr);
 int dbr_ring_handle_cqe(struct dbr_ring *r, struct dbr_req *req, int res);
 int dbr_ring_reap(struct dbr_ring *r, struct dbr_req **done, unsigned int max);
 /*
@@ -151,7 +196,7 @@ static inline void dbr_prep_sqe(struct io_uring_sqe *sqe,
 	sqe->ioprio = req->ioprio;
 	io_uring_sqe_set_flags(sqe, (req->fixed_file ? IOSQE_FIXED_FILE : 0) |
 				    (req->force_async ? IOSQE_ASYNC : 0));
-	io_uring_sqe_set_data(sqe, (void *)req);
+	io_uring_sqe_set_data64(sqe, req->tag ? req->tag : (uintptr_t)req);
 }
 
 /* req into the next SQE, unsubmitted: -EBUSY when the SQ is full */
@@ -199,8 +244,10 @@ static inline int dbr_ring_wait(struct dbr_ring *r, unsigned int nr)
 {
 	if (nr > r->inflight)
 		nr = r->inflight;
-	if (!r->unsubmitted && (r->stash || io_uring_cq_ready(&r->ring) >= nr))
+	if (!r->unsubmitted && (r->stash || dbr_cq_ready(r) >= nr))
 		return 0;
+	if (r->gpu_done)
+		return dbr_ring_wait_gpu(r, nr);
 	return dbr_ring_submit(r, nr);
 }
 
@@ -223,12 +270,12 @@ static inline struct dbr_req *dbr_ring_next(struct dbr_ring *r, bool flush)
 	 * CQEs, which only kernels without IORING_FEAT_EXT_ARG (< 5.11) post,
 	 * and the registered buffer table needs 5.19.
 	 */
-	if (r->stash || head == io_uring_smp_load_acquire(ring->cq.ktail))
+	if (r->stash || head == dbr_cq_limit(r))
 		return dbr_ring_next_slow(r, flush);
 	cqe = &ring->cq.cqes[io_uring_cqe_index(ring, head, ring->cq.ring_mask)];
 	if (cqe->res == -EAGAIN)
 		return dbr_ring_next_slow(r, flush);
-	req = (struct dbr_req *)io_uring_cqe_get_data(cqe);
+	req = dbr_cqe_req(r, cqe);
 	req->res = cqe->res;
 	io_uring_cq_advance(ring, 1);
 	r->inflight--;

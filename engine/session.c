@@ -40,6 +40,7 @@ int dbr_sess_open(struct dbr_session *s, const struct dbr_sess_cfg *c,
 
 	s->p2p = c->p2p;
 	s->sync = c->sync;
+	s->watch_cq = c->watch_cq;
 	s->depth = c->depth ? c->depth : 1;
 	s->nr_slots = c->nr_files ? c->nr_files : 1;
 	s->pieces = c->pieces ? c->pieces : 1;
@@ -87,7 +88,7 @@ int dbr_sess_start(struct dbr_session *s, enum dbr_sess_step *step)
 
 	*step = DBR_STEP_PIPE;
 	ret = dbr_pipe_init(&s->pipe, &s->ring, &s->buf, s->depth, s->p2p,
-			    s->sync);
+			    s->sync, s->watch_cq);
 	if (ret < 0)
 		return ret;
 	s->pipe_ready = true;

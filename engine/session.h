@@ -39,6 +39,7 @@ struct dbr_sess_cfg {
 	bool register_files;	/* a fixed-file table (registerfiles) */
 	bool p2p;		/* a dma-buf per file, else the host slot 0 */
 	bool sync;		/* gpu_sync: keep the shadow in step */
+	bool watch_cq;		/* the resident kernel watches the CQ (gpu_watch_cq) */
 	unsigned int pieces;	/* buffer slots per file at most (dbr_split) */
 	size_t max_bs;		/* the largest I/O: a piece holds whole ones */
 };
@@ -62,6 +63,7 @@ struct dbr_session {
 	struct dbr_pipe pipe;
 	bool p2p;
 	bool sync;
+	bool watch_cq;
 	unsigned int depth;
 	unsigned int nr_slots;	/* files: fixed-file slots, p2p buffer slots */
 	bool *slot_live;	/* p2p: the dma-buf pieces of file i installed */

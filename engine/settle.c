@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "dbr_fio.h"
 #include "dbr_uapi.h"
@@ -353,7 +354,7 @@ static unsigned int dbr_pieces_max(struct thread_data *td)
 }
 
 void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
-		     bool sync, struct dbr_sess_cfg *c)
+		     bool sync, bool watch, struct dbr_sess_cfg *c)
 {
 	struct dbr_options *o = td->eo;
 
@@ -367,7 +368,9 @@ void dbr_sess_cfg_of(struct thread_data *td, unsigned int depth, bool p2p,
 			.single_issuer	= td->o.io_submit_mode != IO_MODE_OFFLOAD,
 			.iopoll		= o->hipri,
 			.own_creds	= o->thread_creds == DBR_CREDS_OWN,
+			.cqes_at_once	= watch,
 		},
+		.watch_cq	= watch,
 		.depth		= depth,
 		.nr_files	= dbr_nr_files(td),
 		.register_files	= o->registerfiles,
@@ -467,6 +470,21 @@ int dbr_pick_spin(struct thread_data *td, long *spin_ns)
  * may run beside td (its run window, itself included) share the GPU by
  * time slices.
  */
+bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
+{
+	struct dbr_options *o = td->eo;
+	unsigned int first, last, i, threads = 0;
+	bool can = !p2p && !b->host_is_device && b->prov && b->prov->rt &&
+		   b->prov->rt->kernel_start && b->kernel_mode == GPU_KERNEL_RESIDENT &&
+		   b->copy_mode != GPU_COPY_DMA;
+
+	dbr_run_window(td, &first, &last);
+	for (i = first; i <= last && i < thread_number; i++)
+		threads += dbr_same_engine(tnumber_to_td(i), td);
+	return dbr_watch_cq(o->gpu_watch_cq, can, threads,
+			    sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b)
 {
 	struct dbr_options *o = td->eo;

@@ -80,6 +80,8 @@ static const char *kernel_how(const struct gpu_stream *s,
 {
 	if (!s)
 		return "";
+	if (s->kr.r && s->cq_mem)
+		return " (resident, watching the ring's CQ: reads copied as their CQEs come)";
 	if (s->kr.r)
 		return " (resident)";
 	if (b->kernel_mode == GPU_KERNEL_LAUNCH && b->kernel_why) {

@@ -25,7 +25,8 @@
 #include "stream.h"
 
 _Static_assert(offsetof(struct gpu_kring, tail) == 128 &&
-	       offsetof(struct gpu_kring, stats) == 160 &&
+	       offsetof(struct gpu_kring, cq_done) == 160 &&
+	       offsetof(struct gpu_kring, stats) == 192 &&
 	       offsetof(struct gpu_kring, slot) == 256 &&
 	       sizeof(struct gpu_kpass) == 16 + 8 * GPU_KCOPY_MAX + 48 &&
 	       sizeof(struct gpu_kpass) % 64 == 0 &&
@@ -198,6 +199,15 @@ bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket)
 	if (load_acquire(&k->r->running))
 		return false;
 	/* the start to come: no second one before the kernel has run */
+	__atomic_store_n(&k->r->running, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+bool gpu_kring_cq_kick(struct gpu_kring_host *k)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (load_acquire(&k->r->running))
+		return false;
 	__atomic_store_n(&k->r->running, 1, __ATOMIC_RELAXED);
 	return true;
 }

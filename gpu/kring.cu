@@ -50,10 +50,26 @@ struct kpass {
 
 /* struct gpu_kring in kring.h */
 struct kring {
-	uint64_t stop, pad0[15];			/* host writes */
+	uint64_t stop;					/* host writes */
+	uint64_t cq_tail, sq_tail, cqes, cq_mask;	/* the watched CQ */
+	uint64_t pad0[11];
 	uint64_t tail, ticket, running, starts;		/* device writes */
-	uint64_t stats[8], pad1[4];			/* GPU_KSTAT_* */
+	uint64_t cq_done, pad1[3];
+	uint64_t stats[8];				/* GPU_KSTAT_* */
 	struct kpass slot[KRING_SLOTS];
+};
+
+/* user_data of a CQE the kernel copies for (gpu_kring_cq_tag) */
+#define CQ_TAGGED	(1ull << 63)
+#define CQ_COPY		(1ull << 16)
+#define CQ_OFF_SHIFT	17
+#define CQ_TAKE		32u	/* CQEs a round takes at most */
+
+/* The ring's CQ as the kernel sees it (zeros: none watched). */
+struct cqw {
+	const uint32_t *tail, *sq_tail;
+	const uint4 *cqes;		/* 16-byte CQEs */
+	uint32_t mask, seen;		/* CQEs seen so far (wraps as tail) */
 };
 
 /* gpu_kring_tag: the low bit of the slot's use */
@@ -77,6 +93,15 @@ static __device__ __forceinline__ uint64_t ld_relaxed(const uint64_t *p)
 
 	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];"
 		     : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t *p)
+{
+	uint32_t v;
+
+	asm volatile("ld.relaxed.sys.global.u32 %0, [%1];"
+		     : "=r"(v) : "l"(p) : "memory");
 	return v;
 }
 
@@ -106,6 +131,8 @@ static __device__ __forceinline__ uint64_t now_ns(void)
 /* The round's passes, as read from their slots. */
 struct round {
 	struct kdesc d[POLL_SLOTS][KDESC_MAX];
+	struct kdesc cq_d[CQ_TAKE];
+	uint32_t cq_n;		/* CQEs this round takes */
 	uint32_t n[POLL_SLOTS], flags[POLL_SLOTS];
 	uint64_t ticket[POLL_SLOTS];
 	uint32_t take;		/* passes this round copies; 0: leave */
@@ -171,19 +198,73 @@ static __device__ uint32_t poll_lines(struct kring *r, struct round *w,
  */
 #define STOP_POLLS	16
 
+/*
+ * Warp 0, after a look that found CQEs past q->seen: take up to CQ_TAKE of
+ * them, one a lane, as descriptors of host -> device copies (the read's
+ * bytes, res of them, at the offset its user_data carries). Lane 0 saw the
+ * tail with a relaxed load; it fences, and the warp meets, before any lane
+ * reads a CQE the kernel stored before that tail.
+ */
+static __device__ uint32_t cq_take(struct cqw *q, struct round *w,
+				   uint32_t tail)
+{
+	uint32_t lane = threadIdx.x, n = min(tail - q->seen, CQ_TAKE);
+
+	if (lane == 0)
+		fence_acquire();
+	__syncwarp();
+	if (lane < n) {
+		uint4 v = __ldcv(&q->cqes[(q->seen + lane) & q->mask]);
+		uint64_t ud = v.x | (uint64_t)v.y << 32;
+		int32_t res = (int32_t)v.z;
+		bool copy = (ud & CQ_TAGGED) && (ud & CQ_COPY) && res > 0;
+
+		w->cq_d[lane].off = copy ? (uint32_t)(ud >> CQ_OFF_SHIFT) : 0;
+		w->cq_d[lane].len = copy ? ((uint32_t)res + 15) / 16 : 0;
+	}
+	q->seen += n;
+	return n;
+}
+
+/* Lane 0's loads of the CQ's and the SQ's tails (none: no CQ watched). */
+static __device__ __forceinline__ void cq_load(const struct cqw *q,
+					       uint32_t *ct, uint32_t *st)
+{
+	if (q->cqes && threadIdx.x == 0) {
+		*ct = ld_relaxed32(q->tail);
+		*st = ld_relaxed32(q->sq_tail);
+	}
+}
+
+/*
+ * Warp 0: poll until a pass is there (the passes taken) or CQEs (*ncq), or
+ * 0: leave (stop asked, or idle too long with nothing posted and nothing
+ * in flight on a watched ring). Every poll is a read across
+ * PCIe (about a microsecond), so nothing else is read on the way: stop and
+ * the clock are looked at every STOP_POLLS polls only. Going idle is said
+ * first and the slot looked at once more after a system-wide fence, as the
+ * host posts, fences and then looks whether a kernel runs: one of the two
+ * sees the other. A header seen with its tag keeps the kernel on while the
+ * rest of its line is still on the way.
+ */
 static __device__ uint32_t wait_round(struct kring *r, struct round *w,
-				      uint64_t seq)
+				      uint64_t seq, struct cqw *q,
+				      uint32_t *ncq)
 {
 	uint64_t t0 = now_ns();
 	unsigned int polls = 0;
-	uint32_t take;
+	uint32_t take, ct = 0, st = 0;
 	int leave;
 	bool hdr;
 
 	for (;;) {
+		cq_load(q, &ct, &st);
 		take = poll_lines(r, w, seq, &hdr);
-		if (take)
-			return take;
+		ct = __shfl_sync(~0u, ct, 0);
+		st = __shfl_sync(~0u, st, 0);
+		*ncq = ct != q->seen ? cq_take(q, w, ct) : 0;
+		if (take || *ncq)
+			return take + *ncq;
 		if (++polls % STOP_POLLS || hdr)
 			continue;
 		leave = 0;
@@ -193,18 +274,24 @@ static __device__ uint32_t wait_round(struct kring *r, struct round *w,
 		leave = __shfl_sync(~0u, leave, 0);
 		if (leave == 1)
 			return 0;
+		if (leave && st != q->seen)	/* reads in flight */
+			leave = 0;
 		if (!leave)
 			continue;
 		if (threadIdx.x == 0)
 			st_relaxed(&r->running, 0);
 		__threadfence_system();
+		cq_load(q, &ct, &st);
 		take = poll_lines(r, w, seq, &hdr);
-		if (!take && !hdr)
+		ct = __shfl_sync(~0u, ct, 0);
+		st = __shfl_sync(~0u, st, 0);
+		*ncq = ct != q->seen ? cq_take(q, w, ct) : 0;
+		if (!take && !hdr && !*ncq && st == q->seen)
 			return 0;
 		if (threadIdx.x == 0)
 			st_relaxed(&r->running, 1);
-		if (take)
-			return take;
+		if (take || *ncq)
+			return take + *ncq;
 		t0 = now_ns();
 	}
 }
@@ -357,11 +444,19 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 {
 	__shared__ struct round w;
 	uint64_t seq = __ldcv(&r->tail), ticket;
-	uint32_t j, c, base, take;
+	uint32_t j, c, base, take, ncq;
+	struct cqw q = { 0 };
 #ifdef DBR_KRING_STATS
 	struct kstat ks;
 #endif
 
+	if (threadIdx.x < 32) {
+		q.cqes = (const uint4 *)__ldcv(&r->cqes);
+		q.tail = (const uint32_t *)__ldcv(&r->cq_tail);
+		q.sq_tail = (const uint32_t *)__ldcv(&r->sq_tail);
+		q.mask = (uint32_t)__ldcv(&r->cq_mask);
+		q.seen = (uint32_t)__ldcv(&r->cq_done);
+	}
 	if (threadIdx.x == 0) {
 		st_relaxed(&r->starts, __ldcv(&r->starts) + 1);
 		st_relaxed(&r->running, 1);
@@ -369,9 +464,11 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 	KSTAT(kstat_begin(r, &ks));
 	for (;;) {
 		if (threadIdx.x < 32) {
-			take = wait_round(r, &w, seq);
-			if (threadIdx.x == 0)
-				w.take = take;
+			take = wait_round(r, &w, seq, &q, &ncq);
+			if (threadIdx.x == 0) {
+				w.take = take - ncq;
+				w.cq_n = ncq;
+			}
 		}
 		KSTAT(kstat_lap(&ks, KS_WAIT_NS));
 		__syncthreads();
@@ -380,7 +477,8 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 		 * write the next round's passes into w
 		 */
 		take = w.take;
-		if (!take) {
+		ncq = w.cq_n;
+		if (!take && !ncq) {
 			KSTAT(kstat_end(r, &ks));
 			return;
 		}
@@ -390,6 +488,7 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 		base = 0;
 		for (j = 0; j < take; j++)
 			copy_pass(w.d[j], w.n[j], host, dev, &c, &base);
+		copy_pass(w.cq_d, ncq, host, dev, &c, &base);
 		__syncthreads();
 		KSTAT(kstat_lap(&ks, KS_COPY_NS));
 		seq += take;
@@ -399,7 +498,10 @@ dbr_kring(struct kring *r, uint4 *host, uint4 *dev)
 			__threadfence_system();
 			if (ticket)
 				st_relaxed(&r->ticket, ticket);
-			st_relaxed(&r->tail, seq);
+			if (take)
+				st_relaxed(&r->tail, seq);
+			if (ncq)
+				st_relaxed(&r->cq_done, q.seen);
 		}
 		KSTAT(kstat_lap(&ks, KS_FENCE_NS));
 		KSTAT(kstat_round(&ks, &w));

@@ -112,15 +112,40 @@ enum {
  */
 struct gpu_kring {
 	uint64_t stop;		/* 1: leave once every posted pass is done */
-	uint64_t pad0[15];
+	/*
+	 * An io_uring CQ the kernel watches (cqes 0: none), read at each
+	 * start: device addresses of its tail, of the SQ's tail, of its
+	 * CQEs, and its mask. CQEs whose user_data gpu_kring_cq_tag made
+	 * have their read's bytes copied host -> device by the kernel, which
+	 * then says how many CQEs it has seen (cq_done) once their copies are
+	 * visible.
+	 */
+	uint64_t cq_tail, sq_tail, cqes, cq_mask;
+	uint64_t pad0[11];
 	uint64_t tail;		/* passes done */
 	uint64_t ticket;	/* newest ticket done */
 	uint64_t running;	/* 1 from a start until the kernel leaves */
 	uint64_t starts;	/* times the kernel started */
+	uint64_t cq_done;	/* CQEs of the watched CQ seen and copied */
+	uint64_t pad1[3];
 	uint64_t stats[GPU_KSTAT_WORDS];	/* the diagnostic build's */
-	uint64_t pad1[4];
 	struct gpu_kpass slot[GPU_KRING_SLOTS];
 };
+
+/*
+ * user_data of an SQE whose read's bytes the kernel copies to the device
+ * once its CQE is posted: the tag bit (no pointer has it), slot (the
+ * host's index of the request), and the offset in 16-byte units.
+ */
+#define GPU_KRING_CQ_TAGGED	(1ull << 63)
+#define GPU_KRING_CQ_COPY	(1ull << 16)
+#define GPU_KRING_CQ_OFF_SHIFT	17
+
+static inline uint64_t gpu_kring_cq_tag(uint16_t slot, size_t off, bool copy)
+{
+	return GPU_KRING_CQ_TAGGED | (uint64_t)(off / 16) << GPU_KRING_CQ_OFF_SHIFT |
+	       (copy ? GPU_KRING_CQ_COPY : 0) | slot;
+}
 
 /* The host's side of one ring. */
 struct gpu_kring_host {
@@ -173,6 +198,14 @@ bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c);
  * (0: none). true when no kernel runs to take it: the caller starts one.
  */
 bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket);
+
+/*
+ * SQEs went into a watched ring (and the enter that took them fenced):
+ * true when no kernel runs to see their CQEs, the caller starts one. The
+ * kernel going idle stores running = 0, fences and looks at the SQ's
+ * tail once more, as a pass's post does with its header.
+ */
+bool gpu_kring_cq_kick(struct gpu_kring_host *k);
 
 /* Copies added from now on run after every pass posted so far. */
 void gpu_kring_order(struct gpu_kring_host *k);

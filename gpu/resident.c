@@ -104,6 +104,52 @@ void gpu_resident_setup(struct gpu_buf *b, struct gpu_stream *s)
 	resident_free(s, r, r_dev);
 }
 
+int gpu_resident_watch(struct gpu_buf *b, struct gpu_stream *s, void *mem,
+		       size_t len, const struct gpu_cq_offsets *o)
+{
+	struct gpu_kring *r = s->kr.r;
+	uint64_t dev;
+	int ret;
+
+	if (!r || s->cq_mem)
+		return -ENOSYS;
+	ret = s->rt->map_host(b, mem, len, &dev);
+	if (ret < 0)
+		return ret;
+	/* the kernel reads what it watches when it starts: start it again */
+	gpu_resident_leave(b, s);
+	r->cq_tail = dev + o->cq_tail;
+	r->sq_tail = dev + o->sq_tail;
+	r->cqes = dev + o->cqes;
+	r->cq_mask = o->cq_mask;
+	r->cq_done = 0;
+	__atomic_store_n(&r->stop, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->running, 1, __ATOMIC_RELAXED);
+	s->cq_mem = mem;
+	ret = resident_start(b, s);
+	if (!ret)
+		return 0;
+	/* passes as before: the next post starts a kernel watching nothing */
+	r->cqes = 0;
+	__atomic_store_n(&r->running, 0, __ATOMIC_RELEASE);
+	s->rt->unmap_host(mem);
+	s->cq_mem = NULL;
+	b->why[0] = '\0';
+	return ret;
+}
+
+const uint64_t *gpu_resident_cq_done(const struct gpu_stream *s)
+{
+	return s->cq_mem ? &s->kr.r->cq_done : NULL;
+}
+
+int gpu_resident_kick(struct gpu_buf *b, struct gpu_stream *s)
+{
+	if (!s->cq_mem || !gpu_kring_cq_kick(&s->kr))
+		return 0;
+	return resident_start(b, s);
+}
+
 bool gpu_resident_idle(const struct gpu_stream *s)
 {
 	return !s->kr.r || gpu_kring_idle(&s->kr);
@@ -229,5 +275,8 @@ void gpu_resident_free(struct gpu_stream *s)
 		return;
 	/* the kernel has left: what a diagnostic build counted is final */
 	memcpy(s->st.kstat, s->kr.r->stats, sizeof(s->st.kstat));
+	if (s->cq_mem)
+		s->rt->unmap_host(s->cq_mem);
+	s->cq_mem = NULL;
 	resident_free(s, s->kr.r, s->kr.r_dev);
 }

@@ -16,6 +16,7 @@
 #define DBR_GPU_RESIDENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct gpu_buf;
@@ -29,6 +30,25 @@ struct gpu_stream;
 void gpu_resident_setup(struct gpu_buf *b, struct gpu_stream *s);
 /* Release what setup got (the kernel has left: gpu_resident_leave). */
 void gpu_resident_free(struct gpu_stream *s);
+/* Where an io_uring's tails and CQEs sit in its rings' memory. */
+struct gpu_cq_offsets {
+	size_t cq_tail, sq_tail, cqes;
+	uint32_t cq_mask;
+};
+
+/*
+ * Have the resident kernel watch an io_uring's CQ (its rings' memory mem,
+ * len bytes, mapped here) and copy the reads whose user_data
+ * gpu_kring_cq_tag made as their CQEs come. 0, or a negative errno (no
+ * resident kernel: -ENOSYS).
+ */
+int gpu_resident_watch(struct gpu_buf *b, struct gpu_stream *s, void *mem,
+		       size_t len, const struct gpu_cq_offsets *o);
+/* The kernel's count of CQEs seen and copied, NULL when none is watched. */
+const uint64_t *gpu_resident_cq_done(const struct gpu_stream *s);
+/* SQEs went in: start the kernel again where it left. */
+int gpu_resident_kick(struct gpu_buf *b, struct gpu_stream *s);
+
 /* Every pass posted, fenced or not, is done (true without a ring). */
 bool gpu_resident_idle(const struct gpu_stream *s);
 /* Ask the kernel to leave once its passes are done, and wait for it. */

@@ -149,6 +149,7 @@ struct gpu_stream {
 	uint64_t d_last;	/* newest ticket the copy calls' stream writes */
 	bool d_dirty;		/* copy calls sent since d_last */
 	char rwhy[192];		/* why it is launched per pass instead */
+	void *cq_mem;		/* a watched ring's memory, mapped (resident.h) */
 	struct gpu_stream_stats st;
 };
 

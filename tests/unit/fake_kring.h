@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "kcopy.h"
 #include "kring.h"
 #include "provider.h"
@@ -48,7 +50,80 @@ static struct {
 	const char *ptx;	/* the text the kernel was last loaded from */
 	long delay_us;
 	uint64_t idle_ns;
+	/* a watched CQ (gpu_watch_cq): its rings' memory as mapped */
+	uint8_t *cq_mem;
+	uint64_t cq_dev;	/* the device address map_host gave it */
+	unsigned int cq_rounds, cq_copies;
 } fr;
+
+/* What a start read of the watched CQ (kring.h's cq_* words). */
+struct fr_cq {
+	const uint32_t *tail, *sq_tail;
+	const struct io_uring_cqe *cqes;
+	uint32_t mask, seen;
+};
+
+static const void *fr_cq_at(uint64_t dev)
+{
+	return fr.cq_mem + (dev - fr.cq_dev);
+}
+
+/* As the kernel does at its start: what it watches, and from where. */
+static void fr_cq_read(struct gpu_kring *r, struct fr_cq *q)
+{
+	memset(q, 0, sizeof(*q));
+	if (!r->cqes)
+		return;
+	if (!fr.cq_mem)
+		fr.bad++;
+	q->tail = fr_cq_at(r->cq_tail);
+	q->sq_tail = fr_cq_at(r->sq_tail);
+	q->cqes = fr_cq_at(r->cqes);
+	q->mask = (uint32_t)r->cq_mask;
+	q->seen = (uint32_t)__atomic_load_n(&r->cq_done, __ATOMIC_ACQUIRE);
+}
+
+/* CQEs posted the kernel has not taken */
+static bool fr_cq_waiting(const struct fr_cq *q)
+{
+	return q->cqes && __atomic_load_n(q->tail, __ATOMIC_ACQUIRE) != q->seen;
+}
+
+/* SQEs whose CQEs the kernel has not taken: it may not leave */
+static bool fr_cq_inflight(const struct fr_cq *q)
+{
+	return q->cqes && __atomic_load_n(q->sq_tail, __ATOMIC_ACQUIRE) != q->seen;
+}
+
+/*
+ * One round over the CQ, as dbr_kring's: up to 32 CQEs from q->seen on,
+ * after fr.delay_us, the tagged reads' bytes copied host -> device last
+ * first, then cq_done.
+ */
+static void fr_run_cq(struct gpu_kring *r, struct fr_cq *q)
+{
+	uint32_t tail = __atomic_load_n(q->tail, __ATOMIC_ACQUIRE);
+	uint32_t n = tail - q->seen, i;
+
+	if (n > 32)
+		n = 32;
+	if (fr.delay_us)
+		usleep(fr.delay_us);
+	for (i = n; i-- > 0;) {
+		const struct io_uring_cqe *c = &q->cqes[(q->seen + i) & q->mask];
+		uint64_t ud = c->user_data, off;
+
+		if (!(ud & GPU_KRING_CQ_TAGGED) || !(ud & GPU_KRING_CQ_COPY) ||
+		    c->res <= 0)
+			continue;
+		off = ((ud & ~GPU_KRING_CQ_TAGGED) >> GPU_KRING_CQ_OFF_SHIFT) * 16;
+		memcpy(fr.dev + off, fr.host + off, ((size_t)c->res + 15) / 16 * 16);
+		fr.cq_copies++;
+	}
+	q->seen += n;
+	fr.cq_rounds++;
+	__atomic_store_n(&r->cq_done, q->seen, __ATOMIC_RELEASE);
+}
 
 static int fr_load(const char *ptx, void **mod)
 {
@@ -100,21 +175,28 @@ static bool fr_posted(struct gpu_kring *r, uint64_t seq, bool *hdr)
 	return true;
 }
 
-/* 0: pass seq is posted; 1: leave (stop, or idle with nothing posted) */
-static int fr_wait_posted(struct gpu_kring *r, uint64_t seq)
+/*
+ * 0: pass seq is posted or CQEs are; 1: leave (stop, or idle with nothing
+ * posted and, on a watched CQ, nothing in flight)
+ */
+static int fr_wait_posted(struct gpu_kring *r, uint64_t seq,
+			  const struct fr_cq *q)
 {
 	uint64_t t0 = gpu_now_ns();
 	bool hdr;
 
-	while (!fr_posted(r, seq, &hdr)) {
+	while (!fr_posted(r, seq, &hdr) && !fr_cq_waiting(q)) {
 		if (hdr)
 			continue;
 		if (fr_get(&r->stop))
 			return 1;
+		if (fr_cq_inflight(q))
+			t0 = gpu_now_ns();
 		if (gpu_now_ns() - t0 > fr.idle_ns) {
 			fr_set(&r->running, 0);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (!fr_posted(r, seq, &hdr) && !hdr)
+			if (!fr_posted(r, seq, &hdr) && !hdr &&
+			    !fr_cq_inflight(q))
 				return 1;
 			fr_set(&r->running, 1);
 			return 0;
@@ -208,18 +290,25 @@ static void *fr_kernel(void *prev)
 {
 	struct gpu_kring *r = fr.r;
 	uint64_t seq, ticket = 0;
+	struct fr_cq q;
+	bool hdr;
 
 	if (prev) {
 		pthread_join(*(pthread_t *)prev, NULL);
 		free(prev);
 	}
 	seq = fr_get(&r->tail);
+	fr_cq_read(r, &q);
 	fr_set(&r->starts, fr_get(&r->starts) + 1);
 	fr_set(&r->running, 1);
-	while (!fr_wait_posted(r, seq)) {
+	while (!fr_wait_posted(r, seq, &q)) {
 		uint64_t first = seq;
 		unsigned int j;
 
+		if (fr_cq_waiting(&q))
+			fr_run_cq(r, &q);
+		if (!fr_posted(r, seq, &hdr))
+			continue;
 		seq += fr_run_round(r, seq, &ticket);
 		if (!fr.stats)
 			continue;
@@ -269,6 +358,7 @@ static void fr_join(void *stream)
 static void fr_reset(long delay_us, uint64_t idle_ns)
 {
 	fr.starts = fr.passes = fr.rounds = fr.bad = fr.most_posted = 0;
+	fr.cq_rounds = fr.cq_copies = 0;
 	fr.never_start = false;
 	fr.stats = false;
 	fr.delay_us = delay_us;

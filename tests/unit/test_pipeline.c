@@ -330,6 +330,7 @@ static const struct gpu_provider fake_provider = {
  */
 #define FAKE_HOST_DEV	0x7e0000000000ull	/* the shadow's device address */
 #define FAKE_RING_DEV	0x7d0000000000ull
+#define FAKE_CQ_DEV	0x7c0000000000ull	/* a watched ring's memory */
 
 static uint64_t *fk_word;	/* the stream's host word */
 
@@ -337,7 +338,10 @@ static int fk_map_host(struct gpu_buf *b, void *host, size_t len,
 		       uint64_t *dev_addr)
 {
 	(void)b;
-	if (len == gpu_kring_size()) {
+	if (fk_word && fr.r) {	/* both mapped: a ring the kernel watches */
+		fr.cq_mem = host;
+		fr.cq_dev = *dev_addr = FAKE_CQ_DEV;
+	} else if (len == gpu_kring_size()) {
 		fr.r = host;
 		*dev_addr = FAKE_RING_DEV;
 	} else {
@@ -349,7 +353,9 @@ static int fk_map_host(struct gpu_buf *b, void *host, size_t len,
 
 static void fk_unmap_host(void *host)
 {
-	if (host == fr.r)
+	if (host == fr.cq_mem)
+		fr.cq_mem = NULL;
+	else if (host == fr.r)
 		fr.r = NULL;
 	else
 		fk_word = NULL;
@@ -474,6 +480,9 @@ static void on_ring_queue(void *arg, const struct dbr_req *req)
 		j->early_write++;
 }
 
+/* the next job_init_on's session has the resident kernel watch its CQ */
+static bool job_watch;
+
 /* The job's session as the engine sets one up: ring, buffer, pipeline, host slot. */
 static void job_init_on(struct job *j, const struct gpu_provider *prov,
 			int mode, bool sync, unsigned int seed)
@@ -481,10 +490,12 @@ static void job_init_on(struct job *j, const struct gpu_provider *prov,
 	struct dbr_sess_cfg c = {
 		.ring = {
 			.entries = DEPTH, .sqpoll_cpu = -1, .single_issuer = true,
+			.cqes_at_once = job_watch,
 		},
 		.depth		= DEPTH,
 		.nr_files	= 1,
 		.sync		= sync,
+		.watch_cq	= job_watch,
 	};
 	char path[] = "/tmp/dbr-pipeline.XXXXXX";
 	enum dbr_sess_step step = DBR_STEP_MEM;
@@ -714,7 +725,7 @@ static void run_no_copies(unsigned int max)
 	job_init(&j, FAKE_IN_ORDER, false, 7 + max);
 	dbr_pipe_exit(&j.s.pipe);
 	j.s.buf.host_is_device = true;
-	CHECK(dbr_pipe_init(&j.s.pipe, &j.s.ring, &j.s.buf, DEPTH, false, false) == 0 &&
+	CHECK(dbr_pipe_init(&j.s.pipe, &j.s.ring, &j.s.buf, DEPTH, false, false, false) == 0 &&
 	      !j.s.pipe.copies, "no copies: pipeline set up without a copy stage");
 	j.max = max;
 	for (b = 0; b < NR_BLOCKS; b++) {
@@ -766,7 +777,7 @@ static void run_copy_stage(void)
 		dbr_pipe_exit(&j.s.pipe);
 		j.s.buf.host_is_device = c[i].host;
 		CHECK(dbr_pipe_init(&j.s.pipe, &j.s.ring, &j.s.buf, DEPTH, c[i].p2p,
-				    c[i].sync) == 0 &&
+				    c[i].sync, false) == 0 &&
 		      j.s.pipe.copies == c[i].copies,
 		      "%s memory, %s, gpu_sync=%d: %s", c[i].host ? "host" : "device",
 		      c[i].p2p ? "p2p" : "bounce", c[i].sync,
@@ -1050,6 +1061,116 @@ static void run_resident(void)
 	CHECK(!fr.have_th, "resident: the kernel left with the stream");
 }
 
+/* Every block of the job's file holds pattern(block, i), written past the pipeline. */
+static void fill_file(struct job *j)
+{
+	unsigned char buf[BS];
+	unsigned int b;
+	size_t i;
+
+	for (b = 0; b < NR_BLOCKS; b++) {
+		for (i = 0; i < BS; i++)
+			buf[i] = pattern(b, i);
+		CHECK(pwrite(j->fd, buf, BS, (off_t)b * BS) == BS, "block %u written", b);
+	}
+}
+
+/*
+ * gpu_watch_cq: the resident kernel watches the ring's CQ and copies each
+ * read as its CQE comes (the fake: a round of up to 32 CQEs after
+ * fr.delay_us, copied last first). A slow kernel: reads whose CQEs are
+ * posted do not come back before their copies (the reap stops at the
+ * kernel's count), then all do, bytes where they belong. Then writes
+ * (through passes), fsyncs and reads mixed, collected one a call as fio
+ * does: ring order queue order, each back once, reads from the CQ and
+ * writes through passes. Last, the kernel leaves when idle and the next
+ * wait for a copy starts it again.
+ */
+static void run_watch_cq(void)
+{
+	struct dbr_pio *done[DEPTH];
+	unsigned int b, i, reads = 0;
+	unsigned long passes;
+	struct job j;
+	int n, slot;
+
+	fake_rrt_init();
+	fr_reset(20000, 1000000000);
+	job_watch = true;
+	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 29);
+	job_watch = false;
+	CHECK(j.s.pipe.cq_gpu && j.s.pipe.stream.cq_mem && fr.cq_mem &&
+	      !(j.s.ring.setup_flags & IORING_SETUP_DEFER_TASKRUN) &&
+	      fr.starts == 2,
+	      "watch cq: the kernel watches a ring that posts completions at once (flags %#x, %u starts)",
+	      j.s.ring.setup_flags, fr.starts);
+	fill_file(&j);
+	j.check_reads = true;
+	for (b = 0; b < DEPTH; b++)
+		queue_committed(&j, DBR_OP_READ, b);
+	dbr_pipe_submit(&j.s.pipe);
+	for (i = 0; i < 1000 && io_uring_cq_ready(&j.s.ring.ring) < DEPTH; i++)
+		usleep(100);
+	n = dbr_pipe_getevents(&j.s.pipe, done, 0, DEPTH);
+	CHECK(io_uring_cq_ready(&j.s.ring.ring) == DEPTH && n == 0 &&
+	      j.s.ring.inflight == DEPTH,
+	      "watch cq: %u CQEs posted, the kernel's copies not done: %d back", DEPTH, n);
+	drain_job(&j);
+	reads += DEPTH;
+	CHECK(j.came_back == DEPTH && !j.bad_bytes && !j.errors && !j.twice &&
+	      fr.cq_copies == DEPTH && !stream_copies(&j.s.pipe),
+	      "watch cq: then all %lu back, %lu bad bytes, %u copied from the CQ, %lu through passes",
+	      j.came_back, j.bad_bytes, fr.cq_copies, stream_copies(&j.s.pipe));
+
+	fr.delay_us = 300;
+	passes = dbr_pipe_copy_stats(&j.s.pipe)->passes;
+	j.max = 1;
+	for (b = 0; b < NR_BLOCKS; b++) {
+		while ((slot = free_slot(&j)) < 0)
+			collect(&j, 1);
+		if (b % 4 == 1) {
+			for (i = 0; i < BS; i++)
+				fk.dev[(size_t)slot * BS + i] = pattern(b, i);
+			queue_committed(&j, DBR_OP_WRITE, b);
+		} else {
+			queue_committed(&j, DBR_OP_READ, (b * 37) % NR_BLOCKS);
+			reads++;
+		}
+		if (b % 5 == 4) {
+			while (free_slot(&j) < 0)
+				collect(&j, 1);
+			queue_committed(&j, DBR_OP_FSYNC, 0);
+			j.sync_ops++;
+		}
+	}
+	drain_job(&j);
+	CHECK(!j.out_of_order && !j.early_write && !j.twice && !j.bad_bytes &&
+	      !j.errors && j.came_back == NR_BLOCKS + DEPTH + j.sync_ops,
+	      "watch cq: reads, writes and fsyncs mixed: %lu back once in queue order, %lu bad bytes, %lu errors",
+	      j.came_back, j.bad_bytes, j.errors);
+	CHECK(fr.cq_copies == reads && j.s.pipe.st.cq_copied == reads &&
+	      dbr_pipe_copy_stats(&j.s.pipe)->passes > passes && !fr.bad,
+	      "watch cq: %u reads copied from the CQ (%lu counted), writes in %lu passes, %u bad",
+	      fr.cq_copies, j.s.pipe.st.cq_copied,
+	      dbr_pipe_copy_stats(&j.s.pipe)->passes - passes, fr.bad);
+
+	fr.idle_ns = 1000000;
+	fr.delay_us = 0;
+	usleep(20000);
+	i = fr.starts;
+	CHECK(!__atomic_load_n(&j.s.pipe.stream.kr.r->running, __ATOMIC_ACQUIRE),
+	      "watch cq: idle, the kernel left");
+	for (b = 0; b < DEPTH; b++)
+		queue_committed(&j, DBR_OP_READ, b + 3);
+	drain_job(&j);
+	CHECK(fr.starts > i && !j.bad_bytes && !j.errors &&
+	      fr.cq_copies == reads + DEPTH,
+	      "watch cq: reads after it left: the kernel started again (%u starts), all copied",
+	      fr.starts - i);
+	job_exit(&j);
+	CHECK(!fr.have_th && !fr.cq_mem, "watch cq: the kernel left, the ring unmapped");
+}
+
 /*
  * A job over the resident kernel collecting one I/O a call, with n I/O of
  * op queued, committed and all ready, none collected: true when they got
@@ -1167,6 +1288,7 @@ int main(void)
 	run_pass_growth("reads, slow copies", FAKE_STUCK, DBR_OP_READ);
 	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
 	run_resident();
+	run_watch_cq();
 	run_reap_while_ready();
 	run_writes_gather_while_ready();
 	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",

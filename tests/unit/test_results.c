@@ -83,10 +83,11 @@ static void test_json(void)
 	CHECK(strstr(buf, "\"write_bw_bytes\":142857,\"write_iops\":428.571429"),
 	      "write figures as fio works them out");
 	r.copied_ios = 90;
+	r.cq_copies = 40;
 	r.copy_ns = 2250000;
 	r.copy_wait_ns = 36000;
 	len = dbr_result_json(&r, "12-34", buf, sizeof(buf));
-	CHECK(len > 0 && strstr(buf, "\"copies\":100,\"copy_calls\":10,\"copy_launches\":0,\"copy_passes\":0,\"copied_ios\":90,\"copy_ns\":2250000,\"copy_wait_ns\":36000,\"reissues\":0"),
+	CHECK(len > 0 && strstr(buf, "\"copies\":100,\"copy_calls\":10,\"copy_launches\":0,\"copy_passes\":0,\"cq_copies\":40,\"copied_ios\":90,\"copy_ns\":2250000,\"copy_wait_ns\":36000,\"reissues\":0"),
 	      "copies, the I/O they served, their latency and the waiting, summed: %s", buf);
 	r.gpu[0] = '\0';
 	r.pci[0] = '\0';

@@ -478,6 +478,9 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 		   b->prov->rt->kernel_start && b->kernel_mode == GPU_KERNEL_RESIDENT &&
 		   b->copy_mode != GPU_COPY_DMA;
 
+	if (o->gpu_watch_cq == 1 && !can && dbr_first_thread(td))
+		dbr_info("%s: gpu_watch_cq=1: no resident copy kernel takes this job's copies (p2p, host memory, HIP, gpu_copy=dma or launches per pass): reads' copies go in passes",
+			 td->o.name);
 	dbr_run_window(td, &first, &last);
 	for (i = first; i <= last && i < thread_number; i++)
 		threads += dbr_same_engine(tnumber_to_td(i), td);

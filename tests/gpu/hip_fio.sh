@@ -64,6 +64,18 @@ else
 		pass "gpu_copy=bogus: fio refuses it and lists auto, dma, kernel" ||
 		fail "gpu_copy=bogus: $(head -3 "$TMPD/bogus.out")"
 fi
+# gpu_watch_cq=1: HIP has no resident kernel to watch the CQ; said once, passes as
+# before, the ring keeps DEFER_TASKRUN
+run_ok randread-gpu-watch-cq --name=w --filename="$f" --size=4m --gpu=hip \
+	--transfer=bounce --direct=1 --rw=randread --bs=4k --iodepth=16 --thread \
+	--numjobs=2 --gpu_watch_cq=1
+out=$TMPD/randread-gpu-watch-cq.out
+[ "$(grep -c 'gpu_watch_cq=1: no resident copy kernel takes this job' "$out")" -eq 1 ] &&
+	grep -q 'ring SINGLE_ISSUER|DEFER_TASKRUN' "$out" &&
+	! grep -q "reads copied by the resident kernel" "$out" &&
+	pass "gpu_watch_cq=1 on HIP: said once, reads' copies in passes, the ring unchanged" ||
+	fail "gpu_watch_cq=1 on HIP: $(grep '^dmabuf_uring' "$out")"
+no_leaks randread-gpu-watch-cq
 run_ok randrw-bsrange-qd32 --name=w "${common[@]}" --rw=randrw --bsrange=4k-128k \
 	--iodepth=32 --thread
 no_leaks randrw-bsrange-qd32

@@ -861,6 +861,15 @@ static void queue_committed(struct job *j, enum dbr_op op, unsigned int b)
 	dbr_pipe_submit(&j->s.pipe);
 }
 
+/* An fsync as fio's fsync=N queues one, once an io_u is free. */
+static void queue_sync(struct job *j)
+{
+	while (free_slot(j) < 0)
+		collect(j, 1);
+	queue_committed(j, DBR_OP_FSYNC, 0);
+	j->sync_ops++;
+}
+
 /*
  * When a pass of writes goes: below full size it waits while the engine
  * need not (commits, a reap that has what it needs), goes at once when
@@ -1034,12 +1043,8 @@ static void run_resident(void)
 			((unsigned char *)j.s.buf.host)[(size_t)slot * BS + i] = 0xee;
 		}
 		queue_committed(&j, DBR_OP_WRITE, b);
-		if (b % 3 == 2) {
-			while (free_slot(&j) < 0)
-				collect(&j, 1);
-			queue_committed(&j, DBR_OP_FSYNC, 0);
-			j.sync_ops++;
-		}
+		if (b % 3 == 2)
+			queue_sync(&j);
 	}
 	drain_job(&j);
 	j.check_reads = true;
@@ -1136,12 +1141,8 @@ static void run_watch_cq(void)
 			queue_committed(&j, DBR_OP_READ, (b * 37) % NR_BLOCKS);
 			reads++;
 		}
-		if (b % 5 == 4) {
-			while (free_slot(&j) < 0)
-				collect(&j, 1);
-			queue_committed(&j, DBR_OP_FSYNC, 0);
-			j.sync_ops++;
-		}
+		if (b % 5 == 4)
+			queue_sync(&j);
 	}
 	drain_job(&j);
 	CHECK(!j.out_of_order && !j.early_write && !j.twice && !j.bad_bytes &&

@@ -88,7 +88,8 @@ struct dbr_pipe_stats {
 	unsigned long copied;		/* I/O whose copies completed */
 	unsigned long cq_copied;	/* of them reads the kernel copied from the CQ */
 	uint64_t copy_ns;	/* their time from queueing to seen done */
-	uint64_t wait_ns;	/* time the caller spent blocked on copies */
+	uint64_t wait_ns;	/* time the caller spent blocked on copies (see
+				 * dbr_pipe_wait_ns) */
 };
 
 struct dbr_pipe {
@@ -138,6 +139,12 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 		  bool sync, bool watch);
 /* Copies still running finish; then the stream and the pass go (idempotent). */
 void dbr_pipe_exit(struct dbr_pipe *p);
+
+/* Time blocked on copies: the pipeline's waits and the watched ring's. */
+static inline uint64_t dbr_pipe_wait_ns(const struct dbr_pipe *p)
+{
+	return p->st.wait_ns + (p->ring ? p->ring->gpu_wait_ns : 0);
+}
 
 /* The copy stream, NULL for memory without one (host memory). */
 static inline struct gpu_stream *dbr_pipe_stream(struct dbr_pipe *p)

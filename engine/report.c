@@ -189,7 +189,7 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		 cs->merged, per_unit_us(cs->call_ns, cs->copies), cs->launches,
 		 cs->passes, cs->starts,
 		 per_unit_us(ps->copy_ns, ps->copied),
-		 per_unit_us(ps->wait_ns, ps->copied), cs->fences,
+		 per_unit_us(dbr_pipe_wait_ns(&dd->sess.pipe), ps->copied), cs->fences,
 		 cs->kernel_fences, cs->queries, cs->waits, ps->held_back,
 		 ps->copy_errors);
 	if (ps->cq_copied)
@@ -257,7 +257,7 @@ void dbr_say_profile(struct thread_data *td, struct dbr_data *dd)
 		 dbr_prof_us_per(p, DBR_PROF_COMMIT, n),
 		 dbr_prof_us_per(p, DBR_PROF_GETEVENTS, n), enter_us, enters,
 		 by[0] ? by : "none", dbr_prof_us_per(p, DBR_PROF_PASS, n),
-		 per_unit_us(dd->sess.pipe.st.wait_ns, n));
+		 per_unit_us(dbr_pipe_wait_ns(&dd->sess.pipe), n));
 }
 
 /* r's GPU: the provider's name, the device and its PCI address */
@@ -301,7 +301,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->cq_copies = ps->cq_copied;
 	r->copied_ios = ps->copied;
 	r->copy_ns = ps->copy_ns;
-	r->copy_wait_ns = ps->wait_ns;
+	r->copy_wait_ns = dbr_pipe_wait_ns(&dd->sess.pipe);
 	r->reissues = dd->sess.ring.reissues;
 	r->error = td->error;
 	r->io_first_ns = dd->io_first_ns;

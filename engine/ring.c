@@ -408,6 +408,7 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr)
 {
 	unsigned int spins = 0;
+	uint64_t t0;
 	int ret;
 
 	if (r->unsubmitted) {
@@ -425,6 +426,7 @@ int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr)
 			continue;
 		}
 		/* posted: spin on the GPU's count alone, not the ring's line */
+		t0 = dbr_prof_ns();
 		while (dbr_cq_limit(r) - head < nr) {
 			if (++spins % 256 == 0 && r->kick) {
 				ret = r->kick(r->kick_arg);
@@ -435,6 +437,7 @@ int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr)
 			__builtin_ia32_pause();
 #endif
 		}
+		r->gpu_wait_ns += dbr_prof_ns() - t0;
 	}
 	return 0;
 }

@@ -101,6 +101,7 @@ struct dbr_ring {
 	 * again where a wait finds it gone.
 	 */
 	const uint64_t *gpu_done;
+	uint64_t gpu_wait_ns;	/* spent waiting on the kernel's copies */
 	struct dbr_req **by_slot;
 	int (*kick)(void *arg);
 	void *kick_arg;

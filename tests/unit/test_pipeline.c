@@ -1126,6 +1126,9 @@ static void run_watch_cq(void)
 	      fr.cq_copies == DEPTH && !stream_copies(&j.s.pipe),
 	      "watch cq: then all %lu back, %lu bad bytes, %u copied from the CQ, %lu through passes",
 	      j.came_back, j.bad_bytes, fr.cq_copies, stream_copies(&j.s.pipe));
+	CHECK(dbr_pipe_wait_ns(&j.s.pipe) >= 10000000,
+	      "watch cq: the wait on the kernel's 20 ms round counted as a copy wait (%.1f ms)",
+	      dbr_pipe_wait_ns(&j.s.pipe) / 1e6);
 
 	fr.delay_us = 300;
 	passes = dbr_pipe_copy_stats(&j.s.pipe)->passes;

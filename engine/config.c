@@ -311,11 +311,14 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 	return GPU_KERNEL_LAUNCH;
 }
 
-bool dbr_watch_cq(unsigned int opt, bool can, unsigned int threads, long cpus)
+bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,
+		  long cpus)
 {
 	if (!can || !opt)
 		return false;
-	return opt != DBR_WATCH_CQ_AUTO || (cpus > 0 && threads >= (unsigned long)cpus);
+	if (opt != DBR_WATCH_CQ_AUTO)
+		return true;
+	return reads && cpus > 0 && threads >= (unsigned long)cpus;
 }
 
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)

@@ -121,8 +121,10 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 /*
  * gpu_watch_cq settled (opt: 0, 1 or DBR_WATCH_CQ_AUTO) for a thread whose
  * bounce reads the resident kernel copies (can: false for anything else).
- * auto is on where the engine's job threads that may run at once (threads)
- * are at least the online CPUs (cpus): each thread and its io-wq workers
+ * auto is on for a job that reads (reads) where the engine's job threads
+ * that may run at once (threads) are at least the online CPUs (cpus), and
+ * off for one that only writes, which has nothing to copy from the CQ but
+ * would still lose the ring's DEFER_TASKRUN. Each thread and its io-wq workers
  * then wait for a CPU about as long as they run, and a copy the kernel
  * starts from the CQ does not wait for the thread to get one back. Below
  * that the thread gets to its reads at once, and the ring that defers
@@ -130,7 +132,8 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
  * watching cost 4k reads 10-15% at 1 and 8 threads on the H200 and gained
  * 15-25% at 16 (docs/perf.md).
  */
-bool dbr_watch_cq(unsigned int opt, bool can, unsigned int threads, long cpus);
+bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,
+		  long cpus);
 
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);

@@ -484,7 +484,7 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 	dbr_run_window(td, &first, &last);
 	for (i = first; i <= last && i < thread_number; i++)
 		threads += dbr_same_engine(tnumber_to_td(i), td);
-	return dbr_watch_cq(o->gpu_watch_cq, can, threads,
+	return dbr_watch_cq(o->gpu_watch_cq, can, td_read(td), threads,
 			    sysconf(_SC_NPROCESSORS_ONLN));
 }
 

@@ -129,8 +129,8 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
  * starts from the CQ does not wait for the thread to get one back. Below
  * that the thread gets to its reads at once, and the ring that defers
  * completions to it (DEFER_TASKRUN) keeps its cache lines on its CPU:
- * watching cost 4k reads 10-15% at 1 and 8 threads on the H200 and gained
- * 15-25% at 16 (docs/perf.md).
+ * watching cost 4k reads from /dev/shm 7-25% at 1 to 8 threads on the
+ * H200's 16 cores and gained 6-32% at 16 (docs/perf.md).
  */
 bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,
 		  long cpus);

@@ -167,6 +167,7 @@ void dbr_pipe_exit(struct dbr_pipe *p)
 	p->stream_live = false;
 	if (p->cq_gpu) {
 		p->ring->gpu_done = NULL;
+		p->ring->by_slot = NULL;
 		p->ring->kick = NULL;
 		p->cq_gpu = false;
 	}

@@ -53,6 +53,7 @@ static struct {
 	/* a watched CQ (gpu_watch_cq): its rings' memory as mapped */
 	uint8_t *cq_mem;
 	uint64_t cq_dev;	/* the device address map_host gave it */
+	bool hold_cq;		/* set: CQ rounds wait (atomic) */
 	unsigned int cq_rounds, cq_copies;
 } fr;
 
@@ -97,8 +98,8 @@ static bool fr_cq_inflight(const struct fr_cq *q)
 
 /*
  * One round over the CQ, as dbr_kring's: up to 32 CQEs from q->seen on,
- * after fr.delay_us, the tagged reads' bytes copied host -> device last
- * first, then cq_done.
+ * once fr.hold_cq is clear and after fr.delay_us, the tagged reads' bytes
+ * copied host -> device last first, then cq_done.
  */
 static void fr_run_cq(struct gpu_kring *r, struct fr_cq *q)
 {
@@ -107,6 +108,8 @@ static void fr_run_cq(struct gpu_kring *r, struct fr_cq *q)
 
 	if (n > 32)
 		n = 32;
+	while (__atomic_load_n(&fr.hold_cq, __ATOMIC_ACQUIRE))
+		usleep(100);
 	if (fr.delay_us)
 		usleep(fr.delay_us);
 	for (i = n; i-- > 0;) {
@@ -359,6 +362,7 @@ static void fr_reset(long delay_us, uint64_t idle_ns)
 {
 	fr.starts = fr.passes = fr.rounds = fr.bad = fr.most_posted = 0;
 	fr.cq_rounds = fr.cq_copies = 0;
+	fr.hold_cq = false;
 	fr.never_start = false;
 	fr.stats = false;
 	fr.delay_us = delay_us;

@@ -1200,7 +1200,7 @@ static bool ready_job(struct job *j, enum dbr_op op, unsigned int n,
 	j->max = 1;
 	for (b = 0; b < n; b++)
 		queue_committed(j, op, b);
-	for (tries = 0; tries < 1000 && (j->s.ring.inflight ||
+	for (tries = 0; tries < 10000 && (j->s.ring.inflight ||
 					 j->s.pipe.pre.head ||
 					 j->s.pipe.post.head); tries++) {
 		dbr_ring_ready(&j->s.ring);

@@ -426,9 +426,11 @@ int dbr_pipe_queue_copies(struct dbr_pipe *p, struct dbr_pio *io)
 	int ret;
 
 	plan_copies(p, io);
+	/* the copies gpu_copy=auto gives the kernel: no other engine to fence */
 	if (p->cq_gpu && io->nr_copies && io->copy[0] == GPU_H2D &&
-	    copies_after(io) && p->nr_free && !(io->off % 16) &&
-	    !(io->req.len % 16) && io->req.len < (64u << 10)) {
+	    copies_after(io) && p->nr_free &&
+	    gpu_kcopy_takes(GPU_COPY_AUTO, &(struct gpu_copy){
+			.dir = GPU_H2D, .off = io->off, .len = io->req.len })) {
 		uint16_t slot = p->free_slots[--p->nr_free];
 
 		p->slots[slot] = &io->req;

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include "provider.h"
 #include "ring.h"
 #include "dbr_uapi.h"
 
@@ -433,9 +434,7 @@ int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr)
 				if (ret < 0)
 					return ret;
 			}
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#endif
+			gpu_pause();
 		}
 		r->gpu_wait_ns += dbr_prof_ns() - t0;
 	}

@@ -174,6 +174,16 @@ bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c)
 	return true;
 }
 
+bool gpu_kring_kick(struct gpu_kring_host *k)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (load_acquire(&k->r->running))
+		return false;
+	/* the start to come: no second one before the kernel has run */
+	__atomic_store_n(&k->r->running, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 /*
  * The kernel, going idle, stores running = 0, fences and looks at the next
  * slot's header once more; the host stores the header, fences and looks at
@@ -195,21 +205,7 @@ bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket)
 	k->dirty = !ticket;
 	if (ticket)
 		k->last_ticket = ticket;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (load_acquire(&k->r->running))
-		return false;
-	/* the start to come: no second one before the kernel has run */
-	__atomic_store_n(&k->r->running, 1, __ATOMIC_RELAXED);
-	return true;
-}
-
-bool gpu_kring_cq_kick(struct gpu_kring_host *k)
-{
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (load_acquire(&k->r->running))
-		return false;
-	__atomic_store_n(&k->r->running, 1, __ATOMIC_RELAXED);
-	return true;
+	return gpu_kring_kick(k);
 }
 
 void gpu_kring_order(struct gpu_kring_host *k)

@@ -200,12 +200,13 @@ bool gpu_kring_add(struct gpu_kring_host *k, const struct gpu_copy *c);
 bool gpu_kring_post(struct gpu_kring_host *k, uint64_t ticket);
 
 /*
- * SQEs went into a watched ring (and the enter that took them fenced):
- * true when no kernel runs to see their CQEs, the caller starts one. The
- * kernel going idle stores running = 0, fences and looks at the SQ's
- * tail once more, as a pass's post does with its header.
+ * Work for the kernel went where it looks (a pass posted, or SQEs into a
+ * watched ring): true when no kernel runs to take it, the caller starts
+ * one. The kernel going idle stores running = 0, fences and looks once
+ * more at the next slot's header and the watched SQ's tail; this fences
+ * and looks at running, so one of the two sees the other.
  */
-bool gpu_kring_cq_kick(struct gpu_kring_host *k);
+bool gpu_kring_kick(struct gpu_kring_host *k);
 
 /* Copies added from now on run after every pass posted so far. */
 void gpu_kring_order(struct gpu_kring_host *k);

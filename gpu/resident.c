@@ -145,7 +145,7 @@ const uint64_t *gpu_resident_cq_done(const struct gpu_stream *s)
 
 int gpu_resident_kick(struct gpu_buf *b, struct gpu_stream *s)
 {
-	if (!s->cq_mem || !gpu_kring_cq_kick(&s->kr))
+	if (!s->cq_mem || !gpu_kring_kick(&s->kr))
 		return 0;
 	return resident_start(b, s);
 }

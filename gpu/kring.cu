@@ -187,18 +187,6 @@ static __device__ uint32_t poll_lines(struct kring *r, struct round *w,
 }
 
 /*
- * Warp 0: poll until a pass is there (the passes taken), or 0: leave (stop
- * asked, or idle too long with nothing posted). Every poll is a read across
- * PCIe (about a microsecond), so nothing else is read on the way: stop and
- * the clock are looked at every STOP_POLLS polls only. Going idle is said
- * first and the slot looked at once more after a system-wide fence, as the
- * host posts, fences and then looks whether a kernel runs: one of the two
- * sees the other. A header seen with its tag keeps the kernel on while the
- * rest of its line is still on the way.
- */
-#define STOP_POLLS	16
-
-/*
  * Warp 0, after a look that found CQEs past q->seen: take up to CQ_TAKE of
  * them, one a lane, as descriptors of host -> device copies (the read's
  * bytes, res of them, at the offset its user_data carries). Lane 0 saw the
@@ -237,6 +225,27 @@ static __device__ __forceinline__ void cq_load(const struct cqw *q,
 }
 
 /*
+ * Warp 0, one look: the pass slots' first lines and, on a watched ring, the
+ * CQ's and the SQ's tails (*st, to all lanes) in the same trip, and the
+ * CQEs past q->seen taken (*ncq). Returns the passes taken.
+ */
+static __device__ uint32_t look(struct kring *r, struct round *w, uint64_t seq,
+				struct cqw *q, uint32_t *ncq, uint32_t *st,
+				bool *hdr)
+{
+	uint32_t take, ct = 0, s = 0;
+
+	cq_load(q, &ct, &s);
+	take = poll_lines(r, w, seq, hdr);
+	ct = __shfl_sync(~0u, ct, 0);
+	*st = __shfl_sync(~0u, s, 0);
+	*ncq = ct != q->seen ? cq_take(q, w, ct) : 0;
+	return take;
+}
+
+#define STOP_POLLS	16
+
+/*
  * Warp 0: poll until a pass is there (the passes taken) or CQEs (*ncq), or
  * 0: leave (stop asked, or idle too long with nothing posted and nothing
  * in flight on a watched ring). Every poll is a read across
@@ -253,16 +262,12 @@ static __device__ uint32_t wait_round(struct kring *r, struct round *w,
 {
 	uint64_t t0 = now_ns();
 	unsigned int polls = 0;
-	uint32_t take, ct = 0, st = 0;
+	uint32_t take, st;
 	int leave;
 	bool hdr;
 
 	for (;;) {
-		cq_load(q, &ct, &st);
-		take = poll_lines(r, w, seq, &hdr);
-		ct = __shfl_sync(~0u, ct, 0);
-		st = __shfl_sync(~0u, st, 0);
-		*ncq = ct != q->seen ? cq_take(q, w, ct) : 0;
+		take = look(r, w, seq, q, ncq, &st, &hdr);
 		if (take || *ncq)
 			return take + *ncq;
 		if (++polls % STOP_POLLS || hdr)
@@ -281,11 +286,7 @@ static __device__ uint32_t wait_round(struct kring *r, struct round *w,
 		if (threadIdx.x == 0)
 			st_relaxed(&r->running, 0);
 		__threadfence_system();
-		cq_load(q, &ct, &st);
-		take = poll_lines(r, w, seq, &hdr);
-		ct = __shfl_sync(~0u, ct, 0);
-		st = __shfl_sync(~0u, st, 0);
-		*ncq = ct != q->seen ? cq_take(q, w, ct) : 0;
+		take = look(r, w, seq, q, ncq, &st, &hdr);
 		if (!take && !hdr && !*ncq && st == q->seen)
 			return 0;
 		if (threadIdx.x == 0)

@@ -8,7 +8,9 @@
 
 #include "dbr_config.h"
 #include "dbr_uapi.h"
+#include "kcopy.h"
 #include "provider.h"
+#include "stream.h"
 
 const char *dbr_transfer_name(enum dbr_transfer t)
 {
@@ -319,6 +321,13 @@ bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,
 	if (opt != DBR_WATCH_CQ_AUTO)
 		return true;
 	return reads && cpus > 0 && threads >= (unsigned long)cpus;
+}
+
+bool dbr_reads_to_kernel(unsigned int copy_mode, unsigned long long min_bs)
+{
+	struct gpu_copy c = { .dir = GPU_H2D, .len = min_bs };
+
+	return gpu_kcopy_takes((enum gpu_copy_mode)copy_mode, &c);
 }
 
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx)

@@ -121,12 +121,13 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 /*
  * gpu_watch_cq settled (opt: 0, 1 or DBR_WATCH_CQ_AUTO) for a thread whose
  * bounce reads the resident kernel copies (can: false for anything else).
- * auto is on for a job that reads (reads) where the engine's job threads
- * that may run at once (threads) are at least the online CPUs (cpus), and
- * off for one that only writes, which has nothing to copy from the CQ but
- * would still lose the ring's DEFER_TASKRUN. Each thread and its io-wq workers
- * then wait for a CPU about as long as they run, and a copy the kernel
- * starts from the CQ does not wait for the thread to get one back. Below
+ * auto is on for a job whose reads the kernel copies (reads:
+ * dbr_reads_to_kernel) where the engine's job threads that may run at once
+ * (threads) are at least the online CPUs (cpus), and off for one that only
+ * writes or whose reads all go by DMA, which has nothing to copy from the CQ
+ * but would still lose the ring's DEFER_TASKRUN. Each thread and its io-wq
+ * workers then wait for a CPU about as long as they run, and a copy the
+ * kernel starts from the CQ does not wait for the thread to get one back. Below
  * that the thread gets to its reads at once, and the ring that defers
  * completions to it (DEFER_TASKRUN) keeps its cache lines on its CPU:
  * watching cost 4k reads from /dev/shm 7-25% at 1 to 8 threads on the
@@ -134,6 +135,14 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
  */
 bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,
 		  long cpus);
+
+/*
+ * Would the resident kernel copy a job's reads, by gpu_kcopy_takes' rule on
+ * its smallest (min_bs)? Under gpu_copy=auto a job of 64 KiB reads and up
+ * copies them all by DMA: watching its CQ would only cost its ring
+ * DEFER_TASKRUN. (copy_mode: enum gpu_copy_mode.)
+ */
+bool dbr_reads_to_kernel(unsigned int copy_mode, unsigned long long min_bs);
 
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);

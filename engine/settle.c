@@ -466,15 +466,15 @@ int dbr_pick_spin(struct thread_data *td, long *spin_ns)
 }
 
 /*
- * gpu_kernel settled (dbr_kernel_mode): job processes of this engine that
- * may run beside td (its run window, itself included) share the GPU by
- * time slices.
+ * Watch the CQ where asked, or (auto) where this job's reads go to the
+ * kernel and job threads of this engine that may run beside td (its run
+ * window, itself included) are at least the online CPUs.
  */
 bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 {
 	struct dbr_options *o = td->eo;
 	unsigned int first, last, i, threads = 0;
-	bool can = !p2p && !b->host_is_device && b->prov && b->prov->rt &&
+	bool reads, can = !p2p && !b->host_is_device && b->prov && b->prov->rt &&
 		   b->prov->rt->kernel_start && b->kernel_mode == GPU_KERNEL_RESIDENT &&
 		   b->copy_mode != GPU_COPY_DMA;
 
@@ -484,10 +484,17 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 	dbr_run_window(td, &first, &last);
 	for (i = first; i <= last && i < thread_number; i++)
 		threads += dbr_same_engine(tnumber_to_td(i), td);
-	return dbr_watch_cq(o->gpu_watch_cq, can, td_read(td), threads,
+	reads = td_read(td) &&
+		dbr_reads_to_kernel(b->copy_mode, td->o.min_bs[DDIR_READ]);
+	return dbr_watch_cq(o->gpu_watch_cq, can, reads, threads,
 			    sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+/*
+ * gpu_kernel settled (dbr_kernel_mode): job processes of this engine that
+ * may run beside td (its run window, itself included) share the GPU by
+ * time slices.
+ */
 void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b)
 {
 	struct dbr_options *o = td->eo;

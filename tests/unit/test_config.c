@@ -438,6 +438,19 @@ static void test_watch_cq(void)
 	      "auto: a job that only writes: off");
 	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, 16, -1),
 	      "auto: online CPUs unknown: off");
+	CHECK(dbr_reads_to_kernel(GPU_COPY_AUTO, 4096) &&
+	      dbr_reads_to_kernel(GPU_COPY_AUTO, 512) &&
+	      dbr_reads_to_kernel(GPU_COPY_AUTO, 60 << 10),
+	      "gpu_copy=auto: reads under 64 KiB go to the kernel");
+	CHECK(!dbr_reads_to_kernel(GPU_COPY_AUTO, 64 << 10) &&
+	      !dbr_reads_to_kernel(GPU_COPY_AUTO, 1 << 20),
+	      "gpu_copy=auto: a job whose smallest read is 64 KiB or more copies by DMA: nothing to watch");
+	CHECK(dbr_reads_to_kernel(GPU_COPY_KERNEL, 1 << 20) &&
+	      !dbr_reads_to_kernel(GPU_COPY_DMA, 4096),
+	      "gpu_copy=kernel takes 1 MiB reads; gpu_copy=dma none");
+	CHECK(!dbr_reads_to_kernel(GPU_COPY_AUTO, 0) &&
+	      !dbr_reads_to_kernel(GPU_COPY_AUTO, 1000),
+	      "no reads, or a smallest read not in 16-byte units: not to the kernel");
 }
 
 int main(void)

@@ -155,7 +155,7 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 	if (!p->pass)
 		return -ENOMEM;
 	ret = pipe_stream_init(p);
-	if (!ret && watch && p->depth <= 65536)
+	if (!ret && watch && p->depth <= GPU_KRING_CQ_SLOTS)
 		pipe_watch_cq(p);
 	return ret;
 }
@@ -477,7 +477,7 @@ static void finish_ring_io(struct dbr_pipe *p, struct dbr_pio *io)
 	if (io->req.tag) {	/* the kernel watching the CQ copied it */
 		uint64_t now = 0;
 
-		p->free_slots[p->nr_free++] = (uint16_t)io->req.tag;
+		p->free_slots[p->nr_free++] = gpu_kring_cq_slot(io->req.tag);
 		io->req.tag = 0;
 		p->st.cq_copied += !io->error;
 		if (io->nr_copies < 2 || io->error) {

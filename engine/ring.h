@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <liburing.h>
 
+#include "kring.h"
 #include "prof.h"
 #include "watchdog.h"
 
@@ -96,9 +97,9 @@ struct dbr_ring {
 	/*
 	 * A GPU kernel watches the CQ and copies reads as their CQEs come
 	 * (gpu/resident.h): CQEs below *gpu_done are done, copies and all;
-	 * those past it are not reaped yet. Tagged user_data (bit 63) names
-	 * its request by_slot[user_data & 0xffff]; kick starts the kernel
-	 * again where a wait finds it gone.
+	 * those past it are not reaped yet. Tagged user_data
+	 * (gpu_kring_cq_tag) names its request by_slot[gpu_kring_cq_slot()];
+	 * kick starts the kernel again where a wait finds it gone.
 	 */
 	const uint64_t *gpu_done;
 	uint64_t gpu_wait_ns;	/* spent waiting on the kernel's copies */
@@ -113,8 +114,8 @@ static inline struct dbr_req *dbr_cqe_req(const struct dbr_ring *r,
 {
 	uint64_t ud = cqe->user_data;
 
-	if (ud >> 63)
-		return r->by_slot[(uint16_t)ud];
+	if (ud & GPU_KRING_CQ_TAGGED)
+		return r->by_slot[gpu_kring_cq_slot(ud)];
 	return (struct dbr_req *)(uintptr_t)ud;
 }
 

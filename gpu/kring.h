@@ -140,11 +140,23 @@ struct gpu_kring {
 #define GPU_KRING_CQ_TAGGED	(1ull << 63)
 #define GPU_KRING_CQ_COPY	(1ull << 16)
 #define GPU_KRING_CQ_OFF_SHIFT	17
+/* Requests a tag can name: its slot is the low 16 bits. */
+#define GPU_KRING_CQ_SLOTS	(1u << 16)
 
 static inline uint64_t gpu_kring_cq_tag(uint16_t slot, size_t off, bool copy)
 {
 	return GPU_KRING_CQ_TAGGED | (uint64_t)(off / 16) << GPU_KRING_CQ_OFF_SHIFT |
 	       (copy ? GPU_KRING_CQ_COPY : 0) | slot;
+}
+
+static inline uint16_t gpu_kring_cq_slot(uint64_t tag)
+{
+	return (uint16_t)tag;
+}
+
+static inline size_t gpu_kring_cq_off(uint64_t tag)
+{
+	return (size_t)((tag & ~GPU_KRING_CQ_TAGGED) >> GPU_KRING_CQ_OFF_SHIFT) * 16;
 }
 
 /* The host's side of one ring. */

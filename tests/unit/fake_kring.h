@@ -119,7 +119,7 @@ static void fr_run_cq(struct gpu_kring *r, struct fr_cq *q)
 		if (!(ud & GPU_KRING_CQ_TAGGED) || !(ud & GPU_KRING_CQ_COPY) ||
 		    c->res <= 0)
 			continue;
-		off = ((ud & ~GPU_KRING_CQ_TAGGED) >> GPU_KRING_CQ_OFF_SHIFT) * 16;
+		off = gpu_kring_cq_off(ud);
 		memcpy(fr.dev + off, fr.host + off, ((size_t)c->res + 15) / 16 * 16);
 		fr.cq_copies++;
 	}

@@ -554,6 +554,15 @@ static unsigned char pattern(unsigned int block, size_t i)
 	return (unsigned char)(block * 131 + i * 7 + 1);
 }
 
+/* The GPU's copy of io_u slot holds block b's bytes, as a write's source. */
+static void dev_pattern(int slot, unsigned int b)
+{
+	size_t i;
+
+	for (i = 0; i < BS; i++)
+		fk.dev[(size_t)slot * BS + i] = pattern(b, i);
+}
+
 static void check_read(struct job *j, const struct dbr_pio *io)
 {
 	unsigned int block = (unsigned int)(io->req.off / BS);
@@ -660,7 +669,7 @@ static void drain_job(struct job *j)
 static void run_data(const char *name, int mode, bool sync, unsigned int seed)
 {
 	unsigned long copies;
-	unsigned int b, order[NR_BLOCKS], i;
+	unsigned int b, order[NR_BLOCKS];
 	struct job j;
 
 	job_init(&j, mode, sync, seed);
@@ -669,8 +678,7 @@ static void run_data(const char *name, int mode, bool sync, unsigned int seed)
 
 		while ((slot = free_slot(&j)) < 0)
 			collect(&j, 1);
-		for (i = 0; i < BS; i++)
-			fk.dev[(size_t)slot * BS + i] = pattern(b, i);
+		dev_pattern(slot, b);
 		/* fio's view, for gpu_sync: the same bytes */
 		memcpy((char *)j.s.buf.host + (size_t)slot * BS,
 		       fk.dev + (size_t)slot * BS, BS);
@@ -1013,7 +1021,7 @@ static void run_resident(void)
 {
 	struct dbr_pio *done[DEPTH];
 	const struct gpu_stream_stats *cs;
-	unsigned int b, i, full, spins;
+	unsigned int b, full, spins;
 	struct job j;
 	int slot;
 
@@ -1038,10 +1046,8 @@ static void run_resident(void)
 	for (b = 0; b < NR_BLOCKS; b++) {
 		while ((slot = free_slot(&j)) < 0)
 			collect(&j, 1);
-		for (i = 0; i < BS; i++) {
-			fk.dev[(size_t)slot * BS + i] = pattern(b, i);
-			((unsigned char *)j.s.buf.host)[(size_t)slot * BS + i] = 0xee;
-		}
+		dev_pattern(slot, b);
+		memset((char *)j.s.buf.host + (size_t)slot * BS, 0xee, BS);
 		queue_committed(&j, DBR_OP_WRITE, b);
 		if (b % 3 == 2)
 			queue_sync(&j);
@@ -1143,8 +1149,7 @@ static void run_watch_cq(void)
 		while ((slot = free_slot(&j)) < 0)
 			collect(&j, 1);
 		if (b % 4 == 1) {
-			for (i = 0; i < BS; i++)
-				fk.dev[(size_t)slot * BS + i] = pattern(b, i);
+			dev_pattern(slot, b);
 			queue_committed(&j, DBR_OP_WRITE, b);
 		} else {
 			queue_committed(&j, DBR_OP_READ, (b * 37) % NR_BLOCKS);

@@ -309,8 +309,20 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 		return opt;
 	if (!as_process || gpu_procs <= 1)
 		return GPU_KERNEL_RESIDENT;
-	*why = "gpu_kernel=auto: jobs run as processes, and a GPU time-slices between processes' kernels; thread=1 (or gpu_kernel=resident under MPS) keeps it resident";
+	*why = "gpu_kernel=auto: job processes with a GPU context each, which the GPU time-slices; thread=1, gpu_owner=auto (the default) or MPS keeps it resident";
 	return GPU_KERNEL_LAUNCH;
+}
+
+enum dbr_context dbr_context_of(unsigned int opt, bool as_process, bool device,
+				bool mps)
+{
+	if (!device)
+		return DBR_CTX_NONE;
+	if (!as_process || !opt)
+		return DBR_CTX_PROCESS;
+	if (opt == DBR_GPU_OWNER_AUTO && mps)
+		return DBR_CTX_MPS;
+	return DBR_CTX_OWNER;
 }
 
 bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,

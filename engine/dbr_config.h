@@ -115,6 +115,27 @@ int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 			     unsigned int gpu_procs, const char **why);
 
+/* gpu_owner=auto: the option value beside 0 and 1 */
+#define DBR_GPU_OWNER_AUTO	2u
+
+/* Whose GPU context a thread's copies run in (gpu_owner). */
+enum dbr_context {
+	DBR_CTX_NONE,		/* host memory: no GPU context at all */
+	DBR_CTX_PROCESS,	/* the thread's process's: job threads share it */
+	DBR_CTX_OWNER,		/* the GPU owner's, for every job process (gpu/owner.h) */
+	DBR_CTX_MPS,		/* the job process's own, shared through MPS */
+};
+
+/*
+ * gpu_owner settled (opt: 0, 1 or DBR_GPU_OWNER_AUTO) for a thread that is
+ * a job process (as_process) of a GPU runtime (device; mps: an MPS server
+ * serves its GPU). A job process's own context gets the GPU in time slices
+ * with every other process's (without MPS), so job processes use the owner
+ * unless gpu_owner=0, or auto finds MPS serving the GPU.
+ */
+enum dbr_context dbr_context_of(unsigned int opt, bool as_process, bool device,
+				bool mps);
+
 /* gpu_watch_cq=auto: the option value beside 0 and 1 */
 #define DBR_WATCH_CQ_AUTO	2u
 

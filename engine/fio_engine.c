@@ -280,6 +280,24 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "gpu_owner",
+		.lname	= "Whose GPU context job processes use",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_owner),
+		.help	= "Job processes (no thread=1): run their GPU calls in one owner process per GPU and run, or each in a context of its own",
+		.def	= "auto",
+		.posval = {
+			  { .ival = "auto", .oval = DBR_GPU_OWNER_AUTO,
+			    .help = "The owner, except where MPS serves the GPU (then a context each, shared through MPS)" },
+			  { .ival = "1", .oval = 1,
+			    .help = "The owner; the job fails where it cannot start" },
+			  { .ival = "0", .oval = 0,
+			    .help = "A context in each job process: the GPU time-slices between them" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_kernel",
 		.lname	= "How the copy kernel runs",
 		.type	= FIO_OPT_STR,
@@ -288,7 +306,7 @@ static struct fio_option options[] = {
 		.def	= "auto",
 		.posval = {
 			  { .ival = "auto", .oval = DBR_GPU_KERNEL_AUTO,
-			    .help = "resident, except where jobs run as processes beside one another (the GPU time-slices between processes): launch" },
+			    .help = "resident, except where job processes each have a context of their own beside one another (gpu_owner=0, no MPS: the GPU time-slices between them): launch" },
 			  { .ival = "resident", .oval = GPU_KERNEL_RESIDENT,
 			    .help = "One block per thread stays on the GPU and polls a ring in host memory: no runtime call per pass" },
 			  { .ival = "launch", .oval = GPU_KERNEL_LAUNCH,
@@ -424,9 +442,11 @@ static int dbr_init(struct thread_data *td)
 		goto err;
 	if (o->transfer == DBR_XFER_AUTO && p2p)
 		dbr_auto_export(td, prov, dev, &p2p);
+	if (dbr_pick_context(td, dd, &prov, dev, p2p))
+		goto err;
 	gpu_buf_init(&dd->sess.buf, prov, dev, spin_ns);
 	dd->sess.buf.copy_mode = o->gpu_copy;
-	dbr_pick_kernel(td, &dd->sess.buf);
+	dbr_pick_kernel(td, &dd->sess.buf, dd->ctx);
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, prov, &sync) ||
 	    dbr_open_session(td, dd, p2p, sync))

@@ -198,6 +198,7 @@ struct dbr_tally {
 	unsigned int done;	/* threads that ended */
 	bool said;		/* the last thread took the sums */
 	bool more;		/* a GPU and path that did not fit */
+	unsigned int once;	/* DBR_ONCE_* lines said in this run */
 	int nr;
 	struct dbr_gpu_sum sums[DBR_MAX_GPU_SUMS];
 };
@@ -230,6 +231,11 @@ int dbr_tally_map(void)
 	}
 	tally = t;
 	return 0;
+}
+
+bool dbr_tally_once(unsigned int bit)
+{
+	return !(__atomic_fetch_or(&tally->once, bit, __ATOMIC_RELAXED) & bit);
 }
 
 void dbr_tally_unmap(void)

@@ -135,6 +135,13 @@ void dbr_tally_unmap(void);
  * run empties the table and records 'expected', the run's thread count.
  */
 void dbr_tally_join(long run, unsigned int expected);
+/*
+ * true for the first caller in the run to ask with this bit (one of
+ * DBR_ONCE_*), false for every later one: a line said once per run, not
+ * once per job process.
+ */
+#define DBR_ONCE_SLICED		1u	/* job processes in GPU time slices */
+bool dbr_tally_once(unsigned int bit);
 
 /* The run's id for records: "<pid>-<ms since the epoch at its first join>" */
 void dbr_tally_run_id(char *buf, size_t len);

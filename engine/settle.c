@@ -20,6 +20,7 @@
 #include "iommu.h"
 #include "peers.h"
 #include "placement.h"
+#include "remote.h"
 #include "results.h"
 #include "target.h"
 #include "verify.h"
@@ -491,11 +492,68 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 }
 
 /*
+ * Job processes that will share the GPU in time slices (their own
+ * contexts, no MPS): one line for the run, with the figure and the fixes.
+ */
+static void say_sliced(struct thread_data *td, const struct gpu_provider *prov,
+		       const char *cause)
+{
+	if (!dbr_tally_once(DBR_ONCE_SLICED))
+		return;
+	dbr_info("%s: job processes open a %s context each (%s), and the GPU runs one process's context at a time: expect 0.04-0.10x of fio's io_uring engine at 4-16 processes (H100); run the jobs with thread=1, leave gpu_owner=auto, or start MPS (nvidia-cuda-mps-control -d)",
+		 td->o.name, prov->name, cause);
+}
+
+/* The owner of this thread's GPU for the run, started where need be. */
+static int use_owner(struct thread_data *td, struct dbr_data *dd,
+		     const struct gpu_provider **provp, int dev)
+{
+	struct dbr_options *o = td->eo;
+	const struct gpu_provider *remote;
+	char why[400], msg[640];
+	int ret;
+
+	ret = gpu_remote_connect(*provp, dev, dbr_run_of(td), &remote, why,
+				 sizeof(why));
+	if (!ret) {
+		*provp = remote;
+		return 0;
+	}
+	if (o->gpu_owner == 1) {
+		snprintf(msg, sizeof(msg), "gpu_owner=1: the GPU owner of %s %d could not start: %s; set gpu_owner=0 (a context in each job process), or run the jobs with thread=1",
+			 (*provp)->name, dev, why);
+		return dbr_fail(td, -ret, "gpu_owner", msg);
+	}
+	dd->ctx = DBR_CTX_PROCESS;
+	snprintf(msg, sizeof(msg), "the GPU owner could not start: %s", why);
+	say_sliced(td, *provp, msg);
+	return 0;
+}
+
+int dbr_pick_context(struct thread_data *td, struct dbr_data *dd,
+		     const struct gpu_provider **provp, int dev, bool p2p)
+{
+	struct dbr_options *o = td->eo;
+	const struct gpu_provider *prov = *provp;
+	bool mps = prov->mps && prov->mps(dev) == 1;
+
+	/* p2p copies nothing: a context of its own costs the job no turn */
+	dd->ctx = dbr_context_of(p2p ? 0 : o->gpu_owner, !td->o.use_thread,
+				 prov->rt != NULL, mps);
+	if (dd->ctx == DBR_CTX_OWNER)
+		return use_owner(td, dd, provp, dev);
+	if (dd->ctx == DBR_CTX_PROCESS && !td->o.use_thread && !p2p)
+		say_sliced(td, prov, "gpu_owner=0");
+	return 0;
+}
+
+/*
  * gpu_kernel settled (dbr_kernel_mode): job processes of this engine that
  * may run beside td (its run window, itself included) share the GPU by
- * time slices.
+ * time slices, unless they share one context (the GPU owner's) or MPS.
  */
-void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b)
+void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b,
+		     enum dbr_context ctx)
 {
 	struct dbr_options *o = td->eo;
 	unsigned int first, last, i, procs = 0;
@@ -506,6 +564,8 @@ void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b)
 
 		procs += !t->o.use_thread && dbr_same_engine(t, td);
 	}
+	if (ctx == DBR_CTX_OWNER || ctx == DBR_CTX_MPS)
+		procs = 1;
 	b->kernel_mode = dbr_kernel_mode(o->gpu_kernel, !td->o.use_thread,
 					 procs, &b->kernel_why);
 }

@@ -112,6 +112,13 @@ struct gpu_runtime {
 	 */
 	int (*kernel_start)(struct gpu_buf *b, void *stream, void *mod,
 			    uint64_t ring, uint64_t host, uint64_t dev);
+	/*
+	 * Optional (NULL: always): 0 while what was queued can still finish, a
+	 * negative errno (why in b->why) once it cannot: the GPU owner that runs
+	 * the calls went away or stopped on a failed one (remote.h). Asked
+	 * where a wait polls memory the GPU writes, which no call would end.
+	 */
+	int (*alive)(struct gpu_buf *b);
 };
 
 struct gpu_copy {
@@ -188,6 +195,8 @@ int gpu_stream_fence(struct gpu_stream *s, uint64_t *ticket);
 int gpu_stream_poll(struct gpu_stream *s, uint64_t ticket);
 /* Block until fence 'ticket' is done (spinning b->spin_ns first). */
 int gpu_stream_wait(struct gpu_stream *s, uint64_t ticket);
+/* 0, or why what is queued will never finish (struct gpu_runtime's alive). */
+int gpu_stream_alive(struct gpu_stream *s);
 /* Block until nothing queued on the stream runs any more (errors). */
 int gpu_stream_drain(struct gpu_stream *s);
 

@@ -164,20 +164,29 @@ grep -q " dev0=2 dev1=2" "$HIPDOUBLE_REPORT" && pass "2 threads' memory on each 
 	fail "allocations per device: $(cat "$HIPDOUBLE_REPORT")"
 no_leaks two-devices-4-threads
 
-# fork mode: every job process loads the runtime on its own, and leaves
-# through _exit: its report must still arrive, and show a leak
+# fork mode with gpu_owner=0: every job process loads the runtime on its
+# own, and leaves through _exit: its report must still arrive, and show a
+# leak (through the GPU owner, the default: tests/gpu/hip_owner.sh)
 run_ok processes-2 --name=p "${per_job[@]}" --rw=randwrite --bs=16k --iodepth=8 \
-	--numjobs=2
+	--numjobs=2 --gpu_owner=0
 n=$(hip_report "$HIPDOUBLE_REPORT" | wc -l)
 [ "$n" -eq 2 ] && pass "processes-2: both job processes reported" ||
 	fail "processes-2: $n job processes reported, want 2"
 no_leaks processes-2
 HIPDOUBLE_LEAK=free run_ok processes-2-leak --name=p "${per_job[@]}" --rw=randwrite \
-	--bs=16k --iodepth=8 --numjobs=2
+	--bs=16k --iodepth=8 --numjobs=2 --gpu_owner=0
 left=$(left_behind)
 [ "$(echo "$left" | grep -c 'live_allocs=1 ')" -eq 2 ] &&
 	pass "a leak injected in fork mode (hipFree frees nothing) is caught in both processes" ||
 	fail "an injected leak in fork mode went unseen: ${left:-nothing left behind}"
+: >"$HIPDOUBLE_REPORT"
+# the same through the GPU owner: its one report holds both processes' memory
+HIPDOUBLE_LEAK=free run_ok processes-2-leak-owner --name=p "${per_job[@]}" \
+	--rw=randwrite --bs=16k --iodepth=8 --numjobs=2
+left=$(left_behind)
+[ "$(echo "$left" | grep -c 'live_allocs=2 ')" -eq 1 ] &&
+	pass "the same leak through the GPU owner is caught in its one report" ||
+	fail "a leak through the GPU owner went unseen: ${left:-nothing left behind}"
 : >"$HIPDOUBLE_REPORT"
 
 if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 32M); then

@@ -4,8 +4,10 @@
 # which alone calls the runtime (the double's report lines come from its pid
 # only) and releases everything; data written through GPU memory verifies;
 # the owner leaves with the run; job threads keep their process's context;
-# gpu_owner=0 and an owner that cannot start are said once per run; and an
-# owner killed mid-run stops the jobs with its line within seconds.
+# gpu_owner=0 and an owner that cannot start are said once per run; an
+# owner killed mid-run stops the jobs with its line within seconds; a job
+# process killed has what it held freed at once while the others go on;
+# fio killed takes its owner and job processes with it.
 . "$(dirname "$0")/../lib.sh"
 
 use_hip_double
@@ -145,5 +147,75 @@ else
 		fi
 	fi
 fi
+
+# owner_of FILE: the owner serving the fio run that has FILE on its command
+# line (its arguments: PROVIDER DEV RUN)
+owner_of() {
+	local o run
+	for o in $(pgrep -x dbr-gpu-owner); do
+		run=$(tr '\0' ' ' <"/proc/$o/cmdline" 2>/dev/null | awk '{ print $4 }')
+		[ -n "$run" ] && tr '\0' ' ' <"/proc/$run/cmdline" 2>/dev/null |
+			grep -qF "$1" && echo "$o"
+	done
+}
+
+# 6. a job process killed: the owner releases what it held for that one
+# at once and serves the others on (fio 3.33 itself aborts at its end when a
+# job process died so, whatever the engine)
+g=$TMPD/kill-job.bin
+truncate -s 16M "$g"
+: >"$HIPDOUBLE_REPORT"
+dbr_fio "${job[@]}" --filename="$g" --rw=randread --iodepth=8 --numjobs=3 \
+	--size=16m --time_based --runtime=5 >"$TMPD/kill-job.out" 2>&1 &
+sh_pid=$!
+for ((i = 0; i < 100; i++)); do
+	o=$(owner_of "$g")
+	[ -n "$o" ] && break
+	sleep 0.1
+done
+main=$(pgrep -f -o -- "--filename=$g")
+kids=$(pgrep -P "$main" | tr '\n' ' ')
+if [ -z "$o" ] || [ -z "$kids" ]; then
+	fail "a job process killed: no owner or job process found"
+else
+	sleep 1
+	kill -9 "${kids%% *}"
+	for ((i = 0; i < 30; i++)); do
+		grep -q "^pid=$o live_allocs=2 .* at=hipFree" "$HIPDOUBLE_REPORT" && break
+		sleep 0.1
+	done
+	if grep -q "^pid=$o live_allocs=2 .* at=hipFree" "$HIPDOUBLE_REPORT" &&
+		[ -d "/proc/$o" ]; then
+		pass "a job process killed: the owner freed its memory and serves the other two"
+	else
+		fail "a job process killed: the owner's report: $(grep "^pid=$o " "$HIPDOUBLE_REPORT" | tail -1)"
+	fi
+fi
+wait "$sh_pid" 2>/dev/null
+
+# 7. fio killed: the owner and the job processes are gone within seconds
+h=$TMPD/kill-fio.bin
+truncate -s 16M "$h"
+dbr_fio "${job[@]}" --filename="$h" --rw=randread --iodepth=8 --numjobs=2 \
+	--size=16m --time_based --runtime=60 >"$TMPD/kill-fio.out" 2>&1 &
+sh_pid=$!
+for ((i = 0; i < 100; i++)); do
+	o=$(owner_of "$h")
+	[ -n "$o" ] && break
+	sleep 0.1
+done
+main=$(pgrep -f -o -- "--filename=$h")
+kids=$(pgrep -P "$main")
+if [ -z "$o" ] || [ -z "$main" ]; then
+	fail "fio killed: no owner or fio found"
+else
+	sleep 1
+	kill -9 "$main"
+	left=
+	for p in $o $kids; do gone "$p" 10 || left="$left $p"; done
+	[ -z "$left" ] && pass "fio killed: its owner and job processes are gone" ||
+		fail "fio killed: still running:$left"
+fi
+wait "$sh_pid" 2>/dev/null
 
 finish

@@ -420,6 +420,27 @@ static void test_kernel_mode(void)
 	      "auto, two job processes: a launch per pass, and why: %s", why ? why : "(none)");
 }
 
+/* gpu_owner: job processes of a GPU runtime go to the owner, unless 0 or MPS under auto */
+static void test_context(void)
+{
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, true, false, false) == DBR_CTX_NONE &&
+	      dbr_context_of(1, true, false, true) == DBR_CTX_NONE,
+	      "host memory: no context, whatever asked");
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, false, true, false) == DBR_CTX_PROCESS &&
+	      dbr_context_of(1, false, true, false) == DBR_CTX_PROCESS,
+	      "job threads: the process's own context (one context already)");
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, true, true, false) == DBR_CTX_OWNER &&
+	      dbr_context_of(1, true, true, false) == DBR_CTX_OWNER,
+	      "job processes, no MPS: the owner");
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, true, true, true) == DBR_CTX_MPS,
+	      "job processes under MPS, auto: a context each, shared through MPS");
+	CHECK(dbr_context_of(1, true, true, true) == DBR_CTX_OWNER,
+	      "gpu_owner=1 under MPS: the owner still");
+	CHECK(dbr_context_of(0, true, true, false) == DBR_CTX_PROCESS &&
+	      dbr_context_of(0, true, true, true) == DBR_CTX_PROCESS,
+	      "gpu_owner=0: the process's own context");
+}
+
 /* gpu_watch_cq: 0 and 1 kept where the kernel can watch; auto by reads and threads against CPUs */
 static void test_watch_cq(void)
 {
@@ -468,5 +489,6 @@ int main(void)
 	test_gpu_sync();
 	test_spin_us();
 	test_kernel_mode();
+	test_context();
 	return check_done("test_config");
 }

@@ -209,6 +209,24 @@ else
 fi
 
 # ---- JSON ---------------------------------------------------------------------------
+# a path that is not UTF-8 (byte 0xff): the JSON is still UTF-8, the byte
+# as U+00FF wherever the path appears (strict decode)
+latin1=$TMPD/img-$'\xff'
+truncate -s 8M "$latin1"
+doctor latin1-json --json --gpu host "$latin1"
+if out=$(python3 - "$TMPD/latin1-json.out" "$TMPD/img-" <<-'EOF' 2>&1
+	import json, sys
+	doc = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", errors="strict"))
+	path = doc["facts"]["device"]["path"]
+	assert path == sys.argv[2] + "\u00ff", ascii(path)
+	assert any("\u00ff" in c["reason"] for c in doc["checks"]), "no reason names the path"
+	print(ascii(path))
+	EOF
+); then
+	pass "json: a 0xff byte in the path as U+00FF: $out"
+else
+	fail "json: latin1-json: $(tail -n1 <<<"$out")"
+fi
 doctor file-json --json --gpu host "$img"
 json_cases=(file-json)
 [ -f "$TMPD/loop-json.out" ] && json_cases+=(loop-json)

@@ -178,6 +178,23 @@ if [ $rc -ne 0 ] && grep -q "^dmabuf_uring: gpu_stats_file=/dev/full: writing th
 else
 	fail "stats-file-full: exit $rc, $(grep -m1 '^dmabuf_uring' "$TMPD/stats-full.out")"
 fi
+# whole_lines FILE: every line of FILE is a JSON object (strict UTF-8); the
+# last one's "job" on stdout, as JSON with ASCII escapes ("bad")
+whole_lines() {
+	python3 -c 'import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8", errors="strict")]
+assert all(isinstance(r, dict) for r in recs)
+print(json.dumps(recs[-1].get("job", "")))' "$1"
+}
+# a job name that is not UTF-8 (byte 0xff): the record is still UTF-8 JSON,
+# the byte as U+00FF
+if command -v python3 >/dev/null; then
+	dbr_fio --name=$'j\xffk' --filename="$f" --size=4m --bs=4k --iodepth=4 --rw=randread \
+		--gpu=host --transfer=bounce --gpu_stats_file="$TMPD/latin1.jsonl" >"$TMPD/latin1.out" 2>&1
+	job=$(whole_lines "$TMPD/latin1.jsonl" 2>"$TMPD/latin1.err")
+	[ "$job" = '"j\u00ffk"' ] && pass "stats-file-latin1: a 0xff in the job name is written as \\u00ff" ||
+		fail "stats-file-latin1: '$job' $(tail -1 "$TMPD/latin1.err")"
+fi
 [ ! -e "$TMPD/no-such-dir" ] && ! grep -q "per GPU:" "$TMPD/stats-file-no-dir.out" &&
 	pass "stats-file-no-dir: nothing created, no per-GPU line" ||
 	fail "stats-file-no-dir: something was created or a per-GPU line printed"

@@ -107,6 +107,40 @@ static void test_json(void)
 	      "the I/O window in CLOCK_MONOTONIC milliseconds: %s", buf);
 }
 
+/* JSON of any bytes: valid UTF-8 whole, every other byte as \u00XX */
+static void test_json_utf8(void)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "a\xff" "b", "a\\u00ffb" },
+		{ "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80" },
+		/* a character cut short, then an ASCII byte */
+		{ "\xe2\x82" "x", "\\u00e2\\u0082x" },
+		/* overlong NUL, a surrogate, past U+10FFFF, a lone continuation */
+		{ "\xc0\x80", "\\u00c0\\u0080" },
+		{ "\xed\xa0\x80", "\\u00ed\\u00a0\\u0080" },
+		{ "\xf4\x90\x80\x80", "\\u00f4\\u0090\\u0080\\u0080" },
+		{ "\x80", "\\u0080" },
+		/* a character cut by the string's end */
+		{ "\xc3", "\\u00c3" },
+		{ "\"\\\x01\x7f", "\\\"\\\\\\u0001\x7f" },
+	};
+	char out[64], ch[DBR_JSON_CHAR_MAX];
+	const char *s;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		out[0] = '\0';
+		for (s = cases[i].in; *s;) {
+			n = dbr_json_char(&s, ch);
+			CHECK(n == strlen(ch) && n < DBR_JSON_CHAR_MAX,
+			      "case %zu: one character's text, %zu bytes", i, n);
+			strcat(out, ch);
+		}
+		CHECK(!strcmp(out, cases[i].want), "case %zu: '%s', want '%s'",
+		      i, out, cases[i].want);
+	}
+}
+
 /* The last of nr processes to end gets the sums: it exits 10, others 0. */
 static int child_ends(long run, int nr, int i)
 {
@@ -319,6 +353,7 @@ int main(void)
 {
 	test_job_name();
 	test_json();
+	test_json_utf8();
 	CHECK(dbr_tally_map() == 0, "the shared table maps");
 	test_tally_processes();
 	test_new_run();

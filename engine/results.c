@@ -224,19 +224,43 @@ bad:
 	return -EINVAL;
 }
 
+/*
+ * One write with O_APPEND: a whole line, never mixed with another's. A file
+ * system that fills up takes a part of it: the rest is tried, which says
+ * why (ENOSPC, where a bare short count would not), and failing that the
+ * part is cut off again, so the file holds whole lines only and the next
+ * record, once there is room, starts a line of its own.
+ */
 int dbr_result_append(int fd, const struct dbr_result *r, const char *run)
 {
 	char line[3072];
 	int len = dbr_result_json(r, run, line, sizeof(line));
-	ssize_t ret;
+	ssize_t ret, done;
+	off_t start;
+	int err, cut;
 
 	if (len < 0)
 		return len;
-	/* one write with O_APPEND: a whole line, never mixed with another's */
 	ret = write(fd, line, len);
+	if (ret == len)
+		return 0;
 	if (ret < 0)
 		return -errno;
-	return ret == len ? 0 : -EIO;
+	/* O_APPEND left this descriptor's offset at the part's end (a FIFO
+	 * has none: it takes a line this short whole) */
+	start = lseek(fd, 0, SEEK_CUR) - ret;
+	for (done = ret; done < len; done += ret) {
+		ret = write(fd, line + done, len - done);
+		if (ret <= 0)
+			goto err_cut;
+	}
+	return 0;
+err_cut:
+	err = ret < 0 ? -errno : -EIO;
+	/* a cut that fails as well changes nothing the caller can do */
+	cut = start >= 0 ? ftruncate(fd, start) : 0;
+	(void)cut;
+	return err;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -178,6 +178,10 @@ if [ $rc -ne 0 ] && grep -q "^dmabuf_uring: gpu_stats_file=/dev/full: writing th
 else
 	fail "stats-file-full: exit $rc, $(grep -m1 '^dmabuf_uring' "$TMPD/stats-full.out")"
 fi
+# a file system that fills up mid-record: the errno said is ENOSPC (not a
+# short write's EIO), the file keeps whole lines only, and the next run's
+# record, once there is room, is a line of its own (an 8 KiB tmpfs: a page
+# taken by pad, 3939 bytes of whole lines in the other, a record of ~1.2 KiB)
 # whole_lines FILE: every line of FILE is a JSON object (strict UTF-8); the
 # last one's "job" on stdout, as JSON with ASCII escapes ("bad")
 whole_lines() {
@@ -186,6 +190,36 @@ recs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8", errors="stric
 assert all(isinstance(r, dict) for r in recs)
 print(json.dumps(recs[-1].get("job", "")))' "$1"
 }
+small=$TMPD/small
+mkdir "$small"
+if ! command -v python3 >/dev/null; then
+	log "SKIP stats-file-enospc: python3 is needed to read the records"
+elif ! mount -t tmpfs -o size=8k dbr-small "$small" 2>"$TMPD/mount.err"; then
+	log "SKIP stats-file-enospc: cannot mount an 8 KiB tmpfs ($(head -1 "$TMPD/mount.err"); the test needs root)"
+else
+	at_exit "umount '$small'"
+	head -c 4096 /dev/zero >"$small/pad"
+	for i in $(seq 39); do printf '{"pad":"%090d"}\n' 0; done >"$small/s.jsonl"
+	rc=0
+	dbr_fio "${base[@]}" --gpu=host --transfer=bounce --gpu_stats_file="$small/s.jsonl" \
+		>"$TMPD/stats-enospc.out" 2>&1 || rc=$?
+	size=$(stat -c %s "$small/s.jsonl")
+	if [ $rc -ne 0 ] && grep -q "^dmabuf_uring: gpu_stats_file=$small/s.jsonl: writing thread 0's record failed: No space left on device; the record is lost" "$TMPD/stats-enospc.out"; then
+		pass "stats-file-enospc: exit $rc, the errno said is ENOSPC"
+	else
+		fail "stats-file-enospc: exit $rc, $(grep -m1 '^dmabuf_uring: gpu_stats' "$TMPD/stats-enospc.out")"
+	fi
+	[ "$size" = 3939 ] && whole_lines "$small/s.jsonl" >/dev/null 2>"$TMPD/enospc.err" &&
+		pass "stats-file-enospc: no part of the record left ($size bytes, whole lines)" ||
+		fail "stats-file-enospc: $size bytes (3939 before), $(tail -c 80 "$small/s.jsonl" | tr -d '\n')"
+	rm "$small/pad"
+	if dbr_fio "${base[@]}" --gpu=host --transfer=bounce --gpu_stats_file="$small/s.jsonl" \
+		>"$TMPD/stats-roomy.out" 2>&1 && [ "$(whole_lines "$small/s.jsonl")" = '"bad"' ]; then
+		pass "stats-file-enospc: with room again, the next run's record is a line of its own"
+	else
+		fail "stats-file-enospc: the next run's record: $(tail -c 120 "$small/s.jsonl")"
+	fi
+fi
 # a job name that is not UTF-8 (byte 0xff): the record is still UTF-8 JSON,
 # the byte as U+00FF
 if command -v python3 >/dev/null; then

@@ -97,6 +97,10 @@ expect_usage unknown-long --frobnicate /dev/null
 expect_usage unknown-short -x /dev/null
 expect_usage two-devices /dev/null /dev/zero
 expect_usage bad-p2p-iommu --p2p-iommu maybe /dev/null
+expect_usage empty-device --gpu host ''
+grep -q "^dmabuf-doctor: an empty device path" "$TMPD/empty-device.err" &&
+	pass "usage: an empty device path is named as such" ||
+	fail "usage: empty-device: $(head -n1 "$TMPD/empty-device.err")"
 doctor help --help
 if [ "$(rc_of help)" = 0 ] && grep -q '^usage: dmabuf-doctor' "$TMPD/help.out"; then
 	pass "usage: --help -> exit 0, usage on stdout"

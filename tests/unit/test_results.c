@@ -9,8 +9,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -349,11 +352,49 @@ static void test_append(void)
 	      count_fds(), before);
 }
 
+/*
+ * A record the file cannot take whole (here a file size limit that cuts
+ * the write short, as a full file system does): the real errno, and the
+ * file as it was, so the next record starts a line of its own.
+ */
+static void test_append_cut(void)
+{
+	char path[] = "/tmp/dbr-results-XXXXXX";
+	struct dbr_result r = result_on(0, 0);
+	struct stat st;
+	int fd, status = -1;
+	pid_t pid;
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, "{}\n", 3) == 3, "a file with one line");
+	close(fd);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { .rlim_cur = 103, .rlim_max = RLIM_INFINITY };
+		int out = dbr_results_open(path), ret;
+
+		/* past the limit: EFBIG, not the signal that kills */
+		signal(SIGXFSZ, SIG_IGN);
+		if (out < 0 || setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			_exit(2);
+		ret = dbr_result_append(out, &r, "1-1");
+		_exit(ret == -EFBIG ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "a write cut short: its errno, EFBIG (status %d)", status);
+	CHECK(stat(path, &st) == 0 && st.st_size == 3,
+	      "and no part of the record left in the file (%lld bytes, 3 before)",
+	      (long long)st.st_size);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_job_name();
 	test_json();
 	test_json_utf8();
+	test_append_cut();
 	CHECK(dbr_tally_map() == 0, "the shared table maps");
 	test_tally_processes();
 	test_new_run();

@@ -40,6 +40,17 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 		snprintf(msg, len, "trim is not supported: this engine moves data between a device and GPU memory; use rw=read/write/randrw (or ioengine=io_uring for trim)");
 		return -EOPNOTSUPP;
 	}
+	/* fio would queue trims of verified blocks later, and abort on them */
+	if (j->trim_opt) {
+		snprintf(msg, len, "trim is not supported: this engine moves data between a device and GPU memory, and %s is for fio's trims of verified blocks; drop it (or use ioengine=io_uring for trim)",
+			 j->trim_opt);
+		return -EOPNOTSUPP;
+	}
+	if (j->iodepth > DBR_RING_MAX_ENTRIES) {
+		snprintf(msg, len, "iodepth=%u: an io_uring ring holds at most %u entries; set iodepth=%u or less (numjobs adds rings for more I/O in flight)",
+			 j->iodepth, DBR_RING_MAX_ENTRIES, DBR_RING_MAX_ENTRIES);
+		return -EINVAL;
+	}
 	if (j->transfer == DBR_XFER_P2P && !j->direct) {
 		snprintf(msg, len, "transfer=p2p needs direct=1: the kernel registers dma-bufs only for O_DIRECT block devices; set direct=1 (or transfer=bounce for buffered I/O)");
 		return -EINVAL;

@@ -32,7 +32,9 @@ struct dbr_job {
 	bool direct;
 	bool hipri;
 	bool does_trim;
+	const char *trim_opt;	/* a trim option set, as "name=value"; or NULL */
 	bool verify;
+	unsigned int iodepth;	/* the ring's entries */
 	size_t buf_bytes;	/* the thread's buffer area */
 	size_t max_bs;		/* the largest I/O: one registered piece holds it */
 	unsigned int nr_files;	/* files of the thread: p2p needs a slot each */

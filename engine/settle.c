@@ -284,19 +284,43 @@ static unsigned int dbr_nr_files(struct thread_data *td)
 	return n ? n : 1;
 }
 
+/*
+ * A verify option that has fio trim blocks of a job that does not trim
+ * (fio queues those trims as the job writes, then asserts on them), as
+ * "name=value" into buf; NULL when none is set. trim_verify_zero means
+ * something only for such trims: set at all, it asks for them.
+ */
+static const char *dbr_trim_opt(struct thread_data *td, char *buf, size_t len)
+{
+	struct thread_options *to = &td->o;
+
+	if (to->trim_percentage)
+		snprintf(buf, len, "trim_percentage=%u", to->trim_percentage);
+	else if (to->trim_backlog)
+		snprintf(buf, len, "trim_backlog=%llu",
+			 (unsigned long long)to->trim_backlog);
+	else if (fio_option_is_set(to, trim_zero))
+		snprintf(buf, len, "trim_verify_zero=%u", to->trim_zero);
+	else
+		return NULL;
+	return buf;
+}
+
 /* The option checks for transfer path xfer (config.c); *maps: p2p
  * registrations on the thread's busiest device. */
 static int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
 		     unsigned int *maps)
 {
 	struct dbr_options *o = td->eo;
-	char msg[384], cpus[128];
+	char msg[384], cpus[128], trim[48];
 	struct dbr_job j = {
 		.transfer	= xfer,
 		.direct		= td->o.odirect,
 		.hipri		= o->hipri,
 		.does_trim	= td_trim(td),
+		.trim_opt	= dbr_trim_opt(td, trim, sizeof(trim)),
 		.verify		= td->o.verify != VERIFY_NONE,
+		.iodepth	= td->o.iodepth,
 		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
 		.max_bs		= td_max_bs(td),
 		.nr_files	= dbr_nr_files(td),

@@ -80,6 +80,24 @@ run_refused sqpoll-cpu-missing "sqthread_poll_cpu=99999: this machine has no onl
 	"${base[@]}" --gpu=host --transfer=bounce --sqthread_poll=1 --sqthread_poll_cpu=99999
 run_refused trim "trim is not supported" \
 	--name=bad --filename="$f" --size=4m --bs=4k --rw=randtrim --gpu=host --transfer=bounce
+# verify's trims: refused at start as trim is, before fio queues a trim and
+# asserts on it (rc 134), or its job process dies and fio exits 0
+for opts in "trim_percentage=50 trim_backlog=16" trim_backlog=16 trim_verify_zero=0; do
+	opt=${opts%% *}
+	args=()
+	for o in $opts; do args+=(--"$o"); done
+	for mode in thread process; do
+		extra=()
+		[ $mode = thread ] && extra=(--thread)
+		run_refused "$opt-$mode" "trim is not supported: .* and $opt is for fio's trims of verified blocks; drop it" \
+			--name=bad --filename="$f" --size=4m --bs=4k --rw=write --verify=crc32c \
+			"${args[@]}" --gpu=host --transfer=bounce "${extra[@]}"
+	done
+done
+# more I/O in flight than a ring holds: the limit and the fix, not a bare
+# EINVAL from io_uring_setup
+run_refused iodepth-over-ring "iodepth=65536: an io_uring ring holds at most 32768 entries; set iodepth=32768 or less" \
+	"${base[@]}" --gpu=host --transfer=bounce --iodepth=65536
 run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=host sees 1 device" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:3 --numjobs=2 --thread
 run_refused stall-watchdog-garbage "stall_watchdog=10s: expected seconds from 0 \(off\) to 86400" \

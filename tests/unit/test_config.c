@@ -50,6 +50,22 @@ static void test_check_job(void)
 	j.does_trim = true;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EOPNOTSUPP &&
 	      strstr(msg, "trim"), "trim is refused: %s", msg);
+	/* verify's trims (trim_percentage & co.): the same refusal, naming it */
+	j = good_job();
+	j.trim_opt = "trim_percentage=50";
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EOPNOTSUPP &&
+	      strstr(msg, "trim is not supported: ") == msg &&
+	      strstr(msg, "trim_percentage=50 is for fio's trims of verified blocks; drop it"),
+	      "trim_percentage is refused as trim is: %s", msg);
+
+	/* more entries than a ring takes: named before io_uring_setup's EINVAL */
+	j = good_job();
+	j.iodepth = DBR_RING_MAX_ENTRIES;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "iodepth=32768 passes");
+	j.iodepth = 65536;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "iodepth=65536: an io_uring ring holds at most 32768 entries; set iodepth=32768 or less"),
+	      "iodepth=65536 is refused with the ring's limit: %s", msg);
 
 	j = good_job();
 	j.buf_bytes = 2 * DBR_REGBUF_MAX_BYTES;

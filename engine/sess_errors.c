@@ -109,11 +109,10 @@ int dbr_start_failed(struct thread_data *td, const struct gpu_buf *b,
 			 ret == -ENOMEM ? " (locked-memory limit: raise ulimit -l or run as root)" : "");
 		return dbr_fail(td, -ret, "register buffer", msg);
 	}
-	if (ret == -ENOMEM || !b->why[0])
-		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
-	snprintf(msg, sizeof(msg), "gpu=%s: a copy stream on device %d: %s",
-		 b->prov->name, b->dev_id, b->why);
-	return dbr_fail(td, EIO, "gpu stream", msg);
+	/* the runtime's call and words, whatever its errno (ENOMEM too) */
+	snprintf(msg, sizeof(msg), "gpu=%s: setting up the copy stream on device %d failed: %s",
+		 b->prov->name, b->dev_id, b->why[0] ? b->why : strerror(-ret));
+	return dbr_fail(td, -ret, "gpu stream", msg);
 }
 
 int dbr_upload_failed(struct thread_data *td, const struct gpu_buf *b,

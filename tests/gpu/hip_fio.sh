@@ -226,6 +226,13 @@ n=$(grep -c '^dmabuf_uring: ' "$TMPD/alloc-failure.out")
 	fail "alloc-failure: $n dmabuf_uring lines, want one"
 HIPDOUBLE_FAIL=hostregister run_refused hostregister-failure \
 	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipHostRegister of the host buffer" "${base[@]}"
+# the copy stream's calls failing with ENOMEM keep their words
+HIPDOUBLE_FAIL=stream run_refused stream-failure \
+	"gpu=hip: setting up the copy stream on device 0 failed: hipStreamCreateWithFlags: hipErrorOutOfMemory" \
+	"${base[@]}"
+HIPDOUBLE_FAIL=event run_refused event-failure \
+	"gpu=hip: setting up the copy stream on device 0 failed: hipEventCreateWithFlags: hipErrorOutOfMemory" \
+	"${base[@]}"
 no_leaks failures
 LD_LIBRARY_PATH= run_refused no-runtime \
 	"gpu=hip: libamdhip64\.so not found: install ROCm's HIP runtime.*use gpu=host" "${base[@]}"

@@ -221,6 +221,8 @@ int dbr_pick_path(struct thread_data *td, unsigned int *maps, bool *p2p);
 /* transfer=auto settled to p2p: bounce where the GPU cannot export */
 void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
 		     int dev, bool *p2p);
+/* threads of td's job on device dev, by gpu_dev_ids; 0: not known (auto) */
+unsigned int dbr_job_threads_on(struct thread_data *td, int dev);
 /* the provider gpu= names and the thread's device on it */
 int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev);

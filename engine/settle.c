@@ -97,6 +97,22 @@ static unsigned int dbr_job_threads(struct thread_data *td)
 	return t->o.numjobs ? t->o.numjobs : 1;
 }
 
+unsigned int dbr_job_threads_on(struct thread_data *td, int dev)
+{
+	struct dbr_options *o = td->eo;
+	unsigned int i, n = 0, threads = dbr_job_threads(td);
+	int ids[DBR_MAX_DEV_IDS], nr;
+	char quiet[8];
+
+	if (dbr_dev_ids_auto(o))
+		return 0;
+	nr = dbr_parse_dev_ids(o->gpu_dev_ids, ids, DBR_MAX_DEV_IDS, quiet,
+			       sizeof(quiet));
+	for (i = 0; nr > 0 && i < threads; i++)
+		n += dbr_pick_dev(ids, nr, i) == dev;
+	return n;
+}
+
 /* The provider gpu= names and the device of this thread on it. */
 int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev)

@@ -219,13 +219,20 @@ else
 fi
 HIPDOUBLE_DEVICES=0 run_refused no-device "gpu=hip: the HIP runtime sees no AMD GPU.*use gpu=host" \
 	"${base[@]}"
+# the GPU out of memory: the call, and what the job asked and what to lower
 HIPDOUBLE_FAIL=malloc run_refused alloc-failure \
-	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipMalloc: hipErrorOutOfMemory" "${base[@]}"
+	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipMalloc: hipErrorOutOfMemory; that is one thread's buffer \(iodepth 4 x max bs 4 KiB.*; lower iodepth, bs or numjobs, or spread the threads over more GPUs with gpu_dev_ids" \
+	"${base[@]}"
+HIPDOUBLE_FAIL=malloc HIPDOUBLE_DEVICES=2 run_refused alloc-failure-numjobs \
+	"hipMalloc: hipErrorOutOfMemory; .*, and 2 threads of this job use device [01]: 4 MiB in all; lower iodepth" \
+	"${base[@]}" --numjobs=4 --gpu_dev_ids=0:1
 n=$(grep -c '^dmabuf_uring: ' "$TMPD/alloc-failure.out")
 [ "$n" -eq 1 ] && pass "alloc-failure: one dmabuf_uring line" ||
 	fail "alloc-failure: $n dmabuf_uring lines, want one"
 HIPDOUBLE_FAIL=hostregister run_refused hostregister-failure \
 	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipHostRegister of the host buffer" "${base[@]}"
+grep -q "lower iodepth" "$TMPD/hostregister-failure.out" &&
+	fail "hostregister-failure: the locked-memory limit blamed on the GPU's memory"
 # the copy stream's calls failing with ENOMEM keep their words
 HIPDOUBLE_FAIL=stream run_refused stream-failure \
 	"gpu=hip: setting up the copy stream on device 0 failed: hipStreamCreateWithFlags: hipErrorOutOfMemory" \

@@ -434,13 +434,24 @@ static void add_reason(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The kernel comes first: on every released kernel that is the reason. */
+/* What the probe for the series found (dbr_probe_p2p), in dmabuf-doctor's words. */
+static void probe_reason(int probe, char *why, size_t len)
+{
+	if (probe == -EINVAL)
+		add_reason(why, len, "this kernel lacks the io_uring dma-buf series: the extended IORING_REGISTER_BUFFERS_UPDATE answered EINVAL");
+	else if (probe == -EOPNOTSUPP)
+		add_reason(why, len, "this kernel has the io_uring dma-buf series but not its config (CONFIG_DMABUF_TOKEN): the extended IORING_REGISTER_BUFFERS_UPDATE answered EOPNOTSUPP");
+	else
+		add_reason(why, len, "the probe for the io_uring dma-buf series failed: %s",
+			   strerror(-probe));
+}
+
+/* The kernel comes first: where it lacks the series, that is the reason. */
 int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len)
 {
 	why[0] = '\0';
 	if (pf->probe < 0)
-		add_reason(why, len, "this kernel lacks the io_uring dma-buf series (the extended IORING_REGISTER_BUFFERS_UPDATE answered %s; no released kernel has it yet)",
-			   strerror(-pf->probe));
+		probe_reason(pf->probe, why, len);
 	if (!pf->direct)
 		add_reason(why, len, "direct=0 (dma-bufs are registered only for O_DIRECT block devices)");
 	if (pf->bad_file && pf->bad_created)

@@ -114,6 +114,9 @@ doctor missing --gpu host /dev/dbr-doctor-no-such-device
 expect_not_ready missing "$kernel_re" '/dev/dbr-doctor-no-such-device: No such file or directory'
 check_line missing device.nvme skip 'not a block device'
 check_line missing kernel.io_uring ok 'io_uring works'
+check_line missing kernel.release ok "Linux $(uname -r) \\(kernel.series probes it"
+grep -q "released kernel" "$TMPD/missing.out" &&
+	fail "missing: a dated claim about released kernels"
 
 img=$TMPD/file.img
 truncate -s 8M "$img"

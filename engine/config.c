@@ -454,7 +454,10 @@ int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len)
 		probe_reason(pf->probe, why, len);
 	if (!pf->direct)
 		add_reason(why, len, "direct=0 (dma-bufs are registered only for O_DIRECT block devices)");
-	if (pf->bad_file && pf->bad_created)
+	/* a name under /dev that did not exist is a mistyped device; any
+	 * other name is a file the job means, and only its kind matters */
+	if (pf->bad_file && pf->bad_created &&
+	    !strncmp(pf->bad_file, "/dev/", 5))
 		add_reason(why, len, "%s did not exist, so fio created a %llu KiB regular file by that name (check the name, e.g. ls /dev/nvme*n*, and delete that file)",
 			   pf->bad_file, (unsigned long long)(pf->bad_size >> 10));
 	else if (pf->bad_file)

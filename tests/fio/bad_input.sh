@@ -30,16 +30,28 @@ grep -q "err=95" "$TMPD/p2p-regular-file.out" && pass "p2p refusal carries ENOTS
 grep -q "released kernel" "$TMPD/p2p-regular-file.out" &&
 	fail "p2p refusal: a dated claim about released kernels"
 
-# a mistyped device name: fio lays a file out under it before the engine
-# starts; the refusal says the name did not exist, not "not a block device"
+# a mistyped device name: fio lays a file out under it (in /dev) before the
+# engine starts; the refusal says the name did not exist, not "not a block
+# device". A new file anywhere else is one the job means: only its kind.
 for mode in thread process; do
 	extra=()
 	[ $mode = thread ] && extra=(--thread)
-	run_refused p2p-missing-target-$mode "$TMPD/nvme9n9-$mode did not exist, so fio created a 4096 KiB regular file by that name \(check the name" \
-		--name=bad --filename="$TMPD/nvme9n9-$mode" --size=4m --bs=4k --rw=read --gpu=host \
+	name=/dev/dbr-nvme9n9-$$-$mode
+	if [ "$(id -u)" -eq 0 ] && [ -w /dev ] && [ ! -e "$name" ]; then
+		at_exit "rm -f '$name'"
+		run_refused p2p-missing-target-$mode "$name did not exist, so fio created a 64 KiB regular file by that name \(check the name" \
+			--name=bad --filename="$name" --size=64k --bs=4k --rw=read --gpu=host \
+			--transfer=p2p --direct=1 "${extra[@]}"
+		grep -q "$name is not a block device" "$TMPD/p2p-missing-target-$mode.out" &&
+			fail "p2p-missing-target-$mode: still called 'not a block device'"
+	else
+		log "SKIP p2p-missing-target-$mode: a name in /dev needs root"
+	fi
+	run_refused p2p-new-file-$mode "transfer=p2p cannot run: .*$TMPD/new-$mode is not a block device" \
+		--name=bad --filename="$TMPD/new-$mode" --size=64k --bs=4k --rw=read --gpu=host \
 		--transfer=p2p --direct=1 "${extra[@]}"
-	grep -q "nvme9n9-$mode is not a block device" "$TMPD/p2p-missing-target-$mode.out" &&
-		fail "p2p-missing-target-$mode: still called 'not a block device'"
+	grep -q "did not exist" "$TMPD/p2p-new-file-$mode.out" &&
+		fail "p2p-new-file-$mode: a file the job means called a mistyped name"
 done
 
 if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 16M); then

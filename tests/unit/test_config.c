@@ -383,6 +383,14 @@ static void test_transfer(void)
 	dbr_settle_transfer(&all, &x, why, sizeof(why));
 	CHECK(strstr(why, "/dev/nvme9n9 did not exist, so fio created a 4096 KiB regular file by that name (check the name") &&
 	      !strstr(why, "not a block device"), "a file fio created is named as such: %s", why);
+	/* a new file elsewhere is one the job means: only what it is */
+	all.bad_file = "/mnt/scratch/data.bin";
+	all.bad_kind = "not a block device";
+	dbr_settle_transfer(&all, &x, why, sizeof(why));
+	CHECK(!strstr(why, "did not exist") &&
+	      strstr(why, "/mnt/scratch/data.bin is not a block device (only nvme-pci namespaces"),
+	      "a file fio created outside /dev is not called a mistyped name: %s", why);
+	all.bad_kind = "a loop device";
 	all.bad_file = "/dev/loop3";
 	all.bad_created = false;
 	all.probe = 0;

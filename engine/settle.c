@@ -520,7 +520,9 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 		   b->copy_mode != GPU_COPY_DMA;
 
 	if (o->gpu_watch_cq == 1 && !can && dbr_first_thread(td))
-		dbr_info("%s: gpu_watch_cq=1: no resident copy kernel takes this job's copies (p2p, host memory, HIP, gpu_copy=dma or launches per pass): reads' copies go in passes",
+		dbr_info(b->host_is_device ?
+			 "%s: gpu_watch_cq=1 has no effect with gpu=host: reads land in fio's own buffers, so there is no copy to start from the CQ" :
+			 "%s: gpu_watch_cq=1: no resident copy kernel takes this job's copies (p2p, HIP, gpu_copy=dma or launches per pass): reads' copies go in passes",
 			 td->o.name);
 	dbr_run_window(td, &first, &last);
 	for (i = first; i <= last && i < thread_number; i++)

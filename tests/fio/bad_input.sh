@@ -137,6 +137,18 @@ run_refused dev-id-trailing "gpu_dev_ids=0:: trailing ':'; drop it" \
 run_refused dev-id-too-many "more than 64 entries; list at most 64" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids="$(printf '0:%.0s' {1..64})0"
 
+# gpu_watch_cq=1 on gpu=host: runs, and says once that it has no effect
+# there (no copies exist to watch for), not that copies go in passes
+out=$TMPD/watch-cq-host.out
+dbr_fio "${base[@]}" --gpu=host --transfer=bounce --gpu_watch_cq=1 --numjobs=2 --thread \
+	>"$out" 2>&1 && rc=0 || rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c '^dmabuf_uring: bad: gpu_watch_cq=1 has no effect with gpu=host: reads land in fio.s own buffers, so there is no copy' "$out")" -eq 1 ] &&
+   ! grep -q "reads' copies" "$out"; then
+	pass "gpu_watch_cq=1 on gpu=host: said once to have no effect"
+else
+	fail "gpu_watch_cq=1 on gpu=host: exit $rc, $(grep -m2 '^dmabuf_uring: .*gpu_watch_cq' "$out")"
+fi
+
 # fio pads the buffer area by mem_align: that is what to lower
 run_refused mem-align "mem_align=1073741824 \(1024 MiB\): fio pads the thread's buffer area \(iodepth x max bs = 16 KiB\).*lower mem_align" \
 	"${base[@]}" --gpu=host --transfer=bounce --mem_align=1g

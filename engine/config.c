@@ -289,25 +289,26 @@ int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
 }
 
 #define DBR_WATCHDOG_P2P_S	30
+#define DBR_WATCHDOG_MIN_US	1000LL
+#define DBR_WATCHDOG_MAX_US	(86400LL * 1000000)
 
-int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
-		       char *msg, size_t len)
+int dbr_pick_watchdog(bool set, long long us, bool p2p, uint64_t *ns,
+		      char *msg, size_t len)
 {
-	char *end;
-	long v;
-
-	if (!s || !*s) {
-		*secs = p2p ? DBR_WATCHDOG_P2P_S : 0;
+	if (!set) {
+		*ns = p2p ? DBR_WATCHDOG_P2P_S * 1000000000ULL : 0;
 		return 0;
 	}
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < 0 || v > 86400) {
-		snprintf(msg, len, "stall_watchdog=%s: expected seconds from 0 (off) to 86400",
-			 s);
+	if (us && (us < DBR_WATCHDOG_MIN_US || us > DBR_WATCHDOG_MAX_US)) {
+		/* the value as fio read it, in the unit that says it whole */
+		bool s = !(us % 1000000), ms = !(us % 1000);
+
+		snprintf(msg, len, "stall_watchdog: %lld %s (as fio reads the value) is out of range; want 0 (off), or 1 ms to 24 h in fio's time units (us, ms, s, m, h; a bare number is seconds), e.g. stall_watchdog=30s",
+			 s ? us / 1000000 : ms ? us / 1000 : us,
+			 s ? "s" : ms ? "ms" : "us");
 		return -EINVAL;
 	}
-	*secs = (unsigned int)v;
+	*ns = (uint64_t)us * 1000;
 	return 0;
 }
 

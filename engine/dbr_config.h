@@ -172,12 +172,14 @@ int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);
 int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
 		      size_t len);
 /*
- * stall_watchdog=N: seconds (0: off, at most a day); unset (NULL): 30 for
- * p2p, off for bounce, whose waits it would otherwise time. *secs gets it;
- * -EINVAL with a message for anything else.
+ * stall_watchdog as fio's time parser gave it (us: microseconds; set: the
+ * job gave it at all): 0 is off, else from 1 ms to a day; unset, 30 s for
+ * p2p and off for bounce, whose waits it would otherwise time. *ns gets it;
+ * -EINVAL with a message for anything else (fio reads an unknown unit as
+ * microseconds: "5x" lands under 1 ms, and is refused there).
  */
-int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
-		       char *msg, size_t len);
+int dbr_pick_watchdog(bool set, long long us, bool p2p, uint64_t *ns,
+		      char *msg, size_t len);
 const char *dbr_buf_option(const struct dbr_buf_opts *b);
 int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len);
 const char *dbr_transfer_name(enum dbr_transfer t);

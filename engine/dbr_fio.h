@@ -66,7 +66,8 @@ struct dbr_options {
 	unsigned int gpu_kernel;
 	unsigned int gpu_watch_cq;
 	unsigned int gpu_owner;
-	char *watchdog;
+	long long watchdog_us;	/* stall_watchdog, by fio's time parser */
+	unsigned int watchdog_set;
 	char *stats_file;
 	char *spin_us;
 	struct cmdprio_options cmdprio_options;	/* fio's cmdprio* options */

@@ -43,6 +43,23 @@ static int str_sqpoll_cpu_cb(void *data, unsigned long long *val)
 	return 0;
 }
 
+/*
+ * stall_watchdog: fio's time parser gives microseconds; given at all, it
+ * replaces the path's default. fio calls back once per part of "a-b" or
+ * "a,b" (its read,write pairs), so "-5" comes as -5 s and then 5 s: the
+ * negative is kept, for the refusal.
+ */
+static int str_watchdog_cb(void *data, long long *val)
+{
+	struct dbr_options *o = data;
+
+	if (o->watchdog_set && o->watchdog_us < 0)
+		return 0;
+	o->watchdog_us = *val;
+	o->watchdog_set = 1;
+	return 0;
+}
+
 static struct fio_option options[] = {
 	{
 		.name	= "gpu",
@@ -336,9 +353,11 @@ static struct fio_option options[] = {
 	{
 		.name	= "stall_watchdog",
 		.lname	= "Stall watchdog",
-		.type	= FIO_OPT_STR_STORE,
-		.off1	= offsetof(struct dbr_options, watchdog),
-		.help	= "Seconds with I/O in flight and nothing completing before one line says which target stalled and where to look; 0: off (default: 30 for p2p, off for bounce)",
+		.type	= FIO_OPT_STR_VAL_TIME,
+		.cb	= str_watchdog_cb,
+		.is_seconds = 1,
+		.is_time = 1,
+		.help	= "Time with I/O in flight and nothing completing before one line says which target stalled and where to look (fio's time units; a bare number is seconds); 0: off (default: 30s for p2p, off for bounce)",
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
 	},

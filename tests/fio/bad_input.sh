@@ -115,8 +115,22 @@ run_refused iodepth-over-ring "iodepth=65536: an io_uring ring holds at most 327
 	"${base[@]}" --gpu=host --transfer=bounce --iodepth=65536
 run_refused dev-id-out-of-range "gpu_dev_ids=0:3: device 3 does not exist, gpu=host sees 1 device" \
 	"${base[@]}" --gpu=host --transfer=bounce --gpu_dev_ids=0:3 --numjobs=2 --thread
-run_refused stall-watchdog-garbage "stall_watchdog=10s: expected seconds from 0 \(off\) to 86400" \
-	"${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=10s
+# stall_watchdog takes fio's time units, as fio's own time options do (a
+# bare number is seconds); junk is refused in one line, fio's or ours
+for v in 10s 500ms 1m " 5" 0; do
+	run_ok "stall-watchdog-${v// /_}" "${base[@]}" --gpu=host --transfer=bounce --stall_watchdog="$v"
+done
+rc=0
+dbr_fio "${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=abc >"$TMPD/watchdog-abc.out" 2>&1 || rc=$?
+[ $rc -ne 0 ] && grep -q "failed parsing stall_watchdog=abc" "$TMPD/watchdog-abc.out" &&
+	pass "stall-watchdog-abc: fio's parser refuses it (exit $rc)" ||
+	fail "stall-watchdog-abc: exit $rc, $(head -3 "$TMPD/watchdog-abc.out")"
+run_refused stall-watchdog-unit "stall_watchdog: 5 us \(as fio reads the value\) is out of range; want 0 \(off\), or 1 ms to 24 h in fio's time units" \
+	"${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=5x
+run_refused stall-watchdog-negative "stall_watchdog: -5 s \(as fio reads the value\) is out of range" \
+	"${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=-5
+run_refused stall-watchdog-too-long "stall_watchdog: 90000 s \(as fio reads the value\) is out of range" \
+	"${base[@]}" --gpu=host --transfer=bounce --stall_watchdog=25h
 # a device only another thread uses stops the whole job before any I/O: fio
 # would run thread 0 for the whole runtime otherwise
 t0=$SECONDS

@@ -203,24 +203,32 @@ static void test_split_warning(void)
 	      "limit unknown: no line");
 }
 
+/* stall_watchdog, as fio's time parser gives it (microseconds) */
 static void test_watchdog_opt(void)
 {
-	unsigned int secs = 99;
-	char msg[256];
+	uint64_t ns = 99;
+	char msg[320];
 
-	CHECK(dbr_parse_watchdog(NULL, true, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 30, "unset, p2p: 30 s (%u)", secs);
-	CHECK(dbr_parse_watchdog(NULL, false, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 0, "unset, bounce: off (%u)", secs);
-	CHECK(dbr_parse_watchdog("5", false, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 5, "5 on bounce: 5 s");
-	CHECK(dbr_parse_watchdog("0", true, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 0, "0 on p2p: off");
-	CHECK(dbr_parse_watchdog("-1", true, &secs, msg, sizeof(msg)) == -EINVAL &&
-	      strstr(msg, "stall_watchdog=-1: expected seconds from 0 (off) to 86400"),
-	      "-1 refused: %s", msg);
-	CHECK(dbr_parse_watchdog("10s", true, &secs, msg, sizeof(msg)) == -EINVAL,
-	      "10s refused");
+	CHECK(dbr_pick_watchdog(false, 0, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 30000000000ULL, "unset, p2p: 30 s (%llu ns)", (unsigned long long)ns);
+	CHECK(dbr_pick_watchdog(false, 0, false, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 0, "unset, bounce: off");
+	CHECK(dbr_pick_watchdog(true, 5000000, false, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 5000000000ULL, "5 s on bounce: 5 s");
+	CHECK(dbr_pick_watchdog(true, 0, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 0, "0 on p2p: off");
+	CHECK(dbr_pick_watchdog(true, 1500, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 1500000, "1500 us: 1.5 ms");
+	CHECK(dbr_pick_watchdog(true, 86400LL * 1000000, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 86400000000000ULL, "a day: the most");
+	CHECK(dbr_pick_watchdog(true, -5000000, true, &ns, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog: -5 s (as fio reads the value) is out of range; want 0 (off), or 1 ms to 24 h in fio's time units"),
+	      "-5 s refused: %s", msg);
+	/* "5x": fio reads an unknown unit as microseconds */
+	CHECK(dbr_pick_watchdog(true, 5, true, &ns, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog: 5 us (as fio reads"), "5 us refused: %s", msg);
+	CHECK(dbr_pick_watchdog(true, 90000LL * 1000000, true, &ns, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog: 90000 s (as fio"), "over a day refused: %s", msg);
 }
 
 static void test_busiest_dev(void)

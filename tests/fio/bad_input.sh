@@ -33,25 +33,30 @@ grep -q "released kernel" "$TMPD/p2p-regular-file.out" &&
 # a mistyped device name: fio lays a file out under it (in /dev) before the
 # engine starts; the refusal says the name did not exist, not "not a block
 # device". A new file anywhere else is one the job means: only its kind.
+# new_file_refused NAME FILE WANT SHUNNED: p2p on FILE, which fio creates,
+# refused with a line matching WANT and no word of SHUNNED
+new_file_refused() {
+	local name=$1 file=$2 want=$3 shunned=$4
+	run_refused "$name" "$want" --name=bad --filename="$file" --size=64k --bs=4k \
+		--rw=read --gpu=host --transfer=p2p --direct=1 "${extra[@]}"
+	if grep -q "$shunned" "$TMPD/$name.out"; then
+		fail "$name: says '$shunned'"
+	fi
+}
 for mode in thread process; do
 	extra=()
 	[ $mode = thread ] && extra=(--thread)
 	name=/dev/dbr-nvme9n9-$$-$mode
 	if [ "$(id -u)" -eq 0 ] && [ -w /dev ] && [ ! -e "$name" ]; then
 		at_exit "rm -f '$name'"
-		run_refused p2p-missing-target-$mode "$name did not exist, so fio created a 64 KiB regular file by that name \(check the name" \
-			--name=bad --filename="$name" --size=64k --bs=4k --rw=read --gpu=host \
-			--transfer=p2p --direct=1 "${extra[@]}"
-		grep -q "$name is not a block device" "$TMPD/p2p-missing-target-$mode.out" &&
-			fail "p2p-missing-target-$mode: still called 'not a block device'"
+		new_file_refused p2p-missing-target-$mode "$name" \
+			"$name did not exist, so fio created a 64 KiB regular file by that name \(check the name" \
+			"$name is not a block device"
 	else
 		log "SKIP p2p-missing-target-$mode: a name in /dev needs root"
 	fi
-	run_refused p2p-new-file-$mode "transfer=p2p cannot run: .*$TMPD/new-$mode is not a block device" \
-		--name=bad --filename="$TMPD/new-$mode" --size=64k --bs=4k --rw=read --gpu=host \
-		--transfer=p2p --direct=1 "${extra[@]}"
-	grep -q "did not exist" "$TMPD/p2p-new-file-$mode.out" &&
-		fail "p2p-new-file-$mode: a file the job means called a mistyped name"
+	new_file_refused p2p-new-file-$mode "$TMPD/new-$mode" \
+		"transfer=p2p cannot run: .*$TMPD/new-$mode is not a block device" "did not exist"
 done
 
 if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 16M); then

@@ -64,6 +64,19 @@ mps_stop() {
 	sleep 1
 }
 
+# verify through GPU memory from 8 job processes: randrw, bssplit 4k-1m,
+# crc32c, each process its own share of TARGET's read span
+procs_verify() {
+	local share=$((READ_SPAN / 8 >> 20 << 20)) out=$RUNS/procs-verify-$1.out sets=() kv
+
+	for kv in ${PROCS_SET:-}; do sets+=("--$kv"); done
+	x dbr --name=pv --filename="$DEV" --size="$((share > 512 << 20 ? 512 << 20 : share))" \
+		--offset_increment="$share" --gpu=cuda --transfer=bounce --direct=1 \
+		--rw=randrw --bssplit=4k/50:64k/30:1m/20 --iodepth=32 --numjobs=8 \
+		--verify=crc32c --verify_fatal=1 "${sets[@]}" >"$out" 2>&1
+	note "procs verify $1: 8 job processes, randrw bssplit 4k/64k/1m crc32c: exit $?, $(grep -c 'err= 0' "$out") of 8 err=0; $(grep -o "copies in the GPU owner's context[^)]*)" "$out" | head -1)"
+}
+
 proof_procs() {
 	local t
 
@@ -71,6 +84,7 @@ proof_procs() {
 	for t in ${PROCS_TARGETS:-zram shm}; do
 		bounce_target "$t" || continue
 		section "procs $t, no MPS"
+		procs_verify "$t"
 		procs_cases "$t" nomps
 		procs_lines "procs-$t-4k-nomps"
 		if [ "${PROCS_MPS:-1}" = 1 ] && mps_start; then

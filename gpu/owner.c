@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "device.h"
-#include "kring.h"
+#include "kcopy.h"
 #include "owner.h"
 #include "stream.h"
 
@@ -38,7 +38,6 @@ struct own_conn {
 	struct gpu_own_ctl *ctl;
 	struct own_region reg[OWN_REGIONS];
 	void *streams[OWN_HANDLES], *events[OWN_HANDLES], *mods[OWN_HANDLES];
-	uint64_t rings[OWN_HANDLES];	/* owner addresses of started rings */
 	int export_fd;		/* a dma-buf the runtime closes, or -1 */
 	int failed;		/* a call without a reply failed: skip the rest */
 	char *buf;		/* one message */
@@ -249,16 +248,17 @@ static int do_create(struct own_conn *c, const struct gpu_own_req *q,
 	return 0;
 }
 
-static int do_load(struct own_conn *c, const char *entry,
+/* payload: the entry's name, then the module's PTX text, each NUL-ended */
+static int do_load(struct own_conn *c, const char *payload, size_t plen,
 		   struct gpu_own_rep *p)
 {
-	const char *ptx = strcmp(entry, "dbr_kring") ? gpu_kcopy_ptx() :
-			  gpu_kring_ptx(c->b.why, sizeof(c->b.why));
+	const char *entry = payload, *ptx, *end = payload + plen;
 	void *mod = NULL;
 	int ret;
 
-	if (!ptx)
-		return -ENOENT;
+	ptx = memchr(entry, 0, plen);
+	if (!ptx || ++ptx >= end || !memchr(ptx, 0, end - ptx))
+		return -EINVAL;
 	ret = c->rt->kernel_load(&c->b, ptx, entry, &mod);
 	if (ret < 0)
 		return ret;
@@ -359,15 +359,6 @@ static int do_copy(struct own_conn *c, const struct gpu_own_req *q)
 
 static int do_start(struct own_conn *c, const struct gpu_own_req *q)
 {
-	uint64_t ring = client_to_mine(c, q->a[2]);
-	unsigned int i;
-
-	/* the ring's address here, to stop its kernel if the job process dies */
-	for (i = 0; ring && i < OWN_HANDLES; i++)
-		if (!c->rings[i] || c->rings[i] == ring) {
-			c->rings[i] = ring;
-			break;
-		}
 	return c->rt->kernel_start(&c->b, (void *)(uintptr_t)q->a[0],
 				   (void *)(uintptr_t)q->a[1], q->a[2], q->a[3],
 				   q->a[4]);
@@ -420,8 +411,6 @@ static int do_async(struct own_conn *c, const struct gpu_own_req *q,
 			return -EINVAL;
 		return c->rt->kernel_launch(&c->b, (void *)(uintptr_t)q->a[0],
 					    (void *)(uintptr_t)q->a[1], payload);
-	case GPU_OWN_KERNEL_START:
-		return do_start(c, q);
 	}
 	return -EINVAL;
 }
@@ -473,8 +462,12 @@ static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 	case GPU_OWN_EVENT_SYNC:
 		return c->failed ? c->failed : c->rt->event_sync(&c->b, h);
 	case GPU_OWN_KERNEL_LOAD:
-		return plen && memchr(payload, 0, plen) ?
-		       do_load(c, payload, p) : -EINVAL;
+		return do_load(c, payload, plen, p);
+	case GPU_OWN_KERNEL_START:
+		return c->failed ? c->failed : do_start(c, q);
+	case GPU_OWN_WRITE_VALUE:
+		return c->failed ? c->failed :
+		       c->rt->write_value(&c->b, h, q->a[1], q->a[2]);
 	}
 	(void)plen;
 	return -EINVAL;
@@ -482,18 +475,18 @@ static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 
 /* ---- the connection ---------------------------------------------------- */
 
-static bool has_reply(uint32_t op)
+static bool has_reply(const struct gpu_own_req *q)
 {
-	switch (op) {
+	if (q->op == GPU_OWN_WRITE_VALUE)
+		return q->a[3];		/* the stream's first: it may fall back */
+	switch (q->op) {
 	case GPU_OWN_STREAM_DESTROY:
 	case GPU_OWN_EVENT_DESTROY:
 	case GPU_OWN_EVENT_RECORD:
 	case GPU_OWN_COPY:
 	case GPU_OWN_COPY_BATCH:
-	case GPU_OWN_WRITE_VALUE:
 	case GPU_OWN_KERNEL_UNLOAD:
 	case GPU_OWN_KERNEL_LAUNCH:
-	case GPU_OWN_KERNEL_START:
 	case GPU_OWN_HOST_UNREGISTER:
 	case GPU_OWN_UNMAP_HOST:
 	case GPU_OWN_MEM_FREE:
@@ -586,7 +579,7 @@ static void serve_one(struct own_conn *c, size_t n, int fd)
 	c->b.why[0] = '\0';
 	if (q->op != GPU_OWN_HELLO && q->op != GPU_OWN_OPEN && c->opened)
 		c->rt->enter(&c->b);
-	if (!has_reply(q->op)) {
+	if (!has_reply(q)) {
 		ret = do_async(c, q, payload, plen);
 		if (ret < 0 && !c->failed)
 			async_failed(c, ret);
@@ -604,16 +597,15 @@ static void serve_one(struct own_conn *c, size_t n, int fd)
 		close(fd);
 }
 
-/* Stop the resident kernels the job process started, then wait for them. */
-static void stop_kernels(struct own_conn *c)
+/*
+ * Let what the job process queued finish: a resident kernel of its leaves
+ * by itself once nothing is posted for its idle time (kring.h), and no one
+ * posts any more.
+ */
+static void drain_streams(struct own_conn *c)
 {
 	unsigned int i;
 
-	for (i = 0; i < OWN_HANDLES && c->rings[i]; i++) {
-		struct gpu_kring *r = (void *)(uintptr_t)c->rings[i];
-
-		__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
-	}
 	for (i = 0; i < OWN_HANDLES; i++)
 		if (c->streams[i])
 			c->rt->stream_sync(&c->b, c->streams[i]);
@@ -626,7 +618,7 @@ static void release_all(struct own_conn *c)
 
 	if (c->opened)
 		c->rt->enter(&c->b);
-	stop_kernels(c);
+	drain_streams(c);
 	for (i = 0; i < OWN_HANDLES; i++) {
 		if (c->events[i])
 			c->rt->event_destroy(c->events[i]);

@@ -67,11 +67,14 @@ enum gpu_own_op {
 	GPU_OWN_EVENT_SYNC,	/* a[0] event */
 	GPU_OWN_COPY,		/* a[0] stream, a[1] dir, a[2] dst, a[3] src, a[4] len (no reply) */
 	GPU_OWN_COPY_BATCH,	/* a[0] stream, n; payload n x {dst, src, len} (no reply) */
-	GPU_OWN_WRITE_VALUE,	/* a[0] stream, a[1] device address, a[2] value (no reply) */
-	GPU_OWN_KERNEL_LOAD,	/* payload: the entry's name -> v[0] module */
+	GPU_OWN_WRITE_VALUE,	/* a[0] stream, a[1] device address, a[2] value;
+				 * a[3] 1: reply (a stream's first, which may
+				 * fail and fall back to events), 0: none */
+	GPU_OWN_KERNEL_LOAD,	/* payload: entry name, PTX text -> v[0] module */
 	GPU_OWN_KERNEL_UNLOAD,	/* a[0] module (no reply) */
 	GPU_OWN_KERNEL_LAUNCH,	/* a[0] stream, a[1] module; payload struct gpu_klaunch (no reply) */
-	GPU_OWN_KERNEL_START,	/* a[0] stream, a[1] module, a[2] ring, a[3] host, a[4] dev (no reply) */
+	GPU_OWN_KERNEL_START,	/* a[0] stream, a[1] module, a[2] ring, a[3] host, a[4] dev
+				 * (a reply: where it cannot start, passes are launched) */
 	GPU_OWN_OPS
 };
 
@@ -89,9 +92,11 @@ struct gpu_own_copy {
 	uint64_t dst, src, len;
 };
 
-/* The largest request: a batch of copies, or a kernel launch's parameters. */
-#define GPU_OWN_MSG_MAX	(sizeof(struct gpu_own_req) + \
-			 GPU_OWN_BATCH * sizeof(struct gpu_own_copy))
+/*
+ * The largest request: a module's PTX text (the resident kernel's is 43
+ * KiB; a datagram this size fits the socket's default buffer, 208 KiB).
+ */
+#define GPU_OWN_MSG_MAX	(128u << 10)
 
 struct gpu_own_rep {
 	int32_t ret;		/* 0 or a negative errno (or a count, a flag) */

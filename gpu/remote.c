@@ -39,6 +39,7 @@ static struct {
 	struct gpu_own_ctl *ctl;
 	const struct gpu_provider *real;
 	struct gpu_provider prov;	/* real's, with the calls below */
+	bool wrote;		/* a fence write was answered: the rest go unanswered */
 	int dev_id;
 	long pid;
 } conn = { .sock = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -391,27 +392,50 @@ static int r_copy_batch(struct gpu_buf *b, void *stream, uint64_t *dst,
 	return ret;
 }
 
+/*
+ * A stream's first fence write waits for its answer: a runtime without the
+ * call (or whose call fails) has the stream fence with events instead. The
+ * rest go without one, and a failure stops the owner's work for us.
+ */
 static int r_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 			 uint64_t value)
 {
 	struct gpu_own_req q = REQ(GPU_OWN_WRITE_VALUE, (uint64_t)(uintptr_t)stream,
-				   dev_addr, value);
+				   dev_addr, value, !conn.wrote);
+	struct gpu_own_rep p;
+	int ret;
 
-	return call(b, &q, NULL, 0, -1, NULL, NULL);
+	if (conn.wrote)
+		return call(b, &q, NULL, 0, -1, NULL, NULL);
+	ret = call(b, &q, NULL, 0, -1, &p, NULL);
+	conn.wrote = !ret;
+	return ret;
 }
 
 static int r_kernel_load(struct gpu_buf *b, const char *ptx, const char *entry,
 			 void **mod)
 {
 	struct gpu_own_req q = REQ(GPU_OWN_KERNEL_LOAD);
+	size_t ne = strlen(entry) + 1, np = strlen(ptx) + 1;
 	struct gpu_own_rep p;
+	char *msg;
 	int ret;
 
-	/* the owner is this build: it has the same texts (entry names them) */
-	(void)ptx;
-	q.n = 1;
-	ret = call(b, &q, entry, strlen(entry) + 1, -1, &p, NULL);
-	*mod = ret < 0 ? NULL : (void *)(uintptr_t)p.v[0];
+	*mod = NULL;
+	if (ne + np > GPU_OWN_MSG_MAX - sizeof(q)) {
+		snprintf(b->why, sizeof(b->why), "the %s module's text (%zu bytes) is over what one message to the GPU owner carries",
+			 entry, np);
+		return -E2BIG;
+	}
+	msg = malloc(ne + np);
+	if (!msg)
+		return -ENOMEM;
+	memcpy(msg, entry, ne);
+	memcpy(msg + ne, ptx, np);
+	ret = call(b, &q, msg, ne + np, -1, &p, NULL);
+	free(msg);
+	if (!ret)
+		*mod = (void *)(uintptr_t)p.v[0];
 	return ret;
 }
 
@@ -435,8 +459,9 @@ static int r_kernel_start(struct gpu_buf *b, void *stream, void *mod,
 {
 	struct gpu_own_req q = REQ(GPU_OWN_KERNEL_START, (uint64_t)(uintptr_t)stream,
 				   (uint64_t)(uintptr_t)mod, ring, host, dev);
+	struct gpu_own_rep p;
 
-	return call(b, &q, NULL, 0, -1, NULL, NULL);
+	return call(b, &q, NULL, 0, -1, &p, NULL);
 }
 
 /* The owner is there, and has not stopped on a failed call. */

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,37 @@ static int do_create(struct own_conn *c, const struct gpu_own_req *q,
 	return 0;
 }
 
+/*
+ * Module texts, one copy of each for the owner's life: a runtime keeps one
+ * module per device and text, found by the text's address (cuda.c), so every
+ * job process's load of the same text must hand it the same address.
+ */
+static struct own_text {
+	struct own_text *next;
+	char text[];
+} *texts;
+static pthread_mutex_t texts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *text_of(const char *ptx)
+{
+	struct own_text *t;
+	size_t n = strlen(ptx) + 1;
+
+	pthread_mutex_lock(&texts_lock);
+	for (t = texts; t && strcmp(t->text, ptx); t = t->next)
+		;
+	if (!t) {
+		t = malloc(sizeof(*t) + n);
+		if (t) {
+			memcpy(t->text, ptx, n);
+			t->next = texts;
+			texts = t;
+		}
+	}
+	pthread_mutex_unlock(&texts_lock);
+	return t ? t->text : NULL;
+}
+
 /* payload: the entry's name, then the module's PTX text, each NUL-ended */
 static int do_load(struct own_conn *c, const char *payload, size_t plen,
 		   struct gpu_own_rep *p)
@@ -259,6 +291,9 @@ static int do_load(struct own_conn *c, const char *payload, size_t plen,
 	ptx = memchr(entry, 0, plen);
 	if (!ptx || ++ptx >= end || !memchr(ptx, 0, end - ptx))
 		return -EINVAL;
+	ptx = text_of(ptx);
+	if (!ptx)
+		return -ENOMEM;
 	ret = c->rt->kernel_load(&c->b, ptx, entry, &mod);
 	if (ret < 0)
 		return ret;

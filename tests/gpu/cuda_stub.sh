@@ -100,6 +100,18 @@ if grep -q "copies in the GPU owner's context" "$TMPD/processes-through-owner.ou
 else
 	fail "processes-through-owner: no owner or no kernel launches: $(grep -m1 'gpu=cuda dev=' "$TMPD/processes-through-owner.out")"
 fi
+# the copy kernel's module loaded once for the device, for both job
+# processes (the runtime keeps a module per text), and the resident
+# kernel's text loaded as its own module, not taken for the copy kernel's
+# (the owner once held both texts at one address); the stub refuses to
+# start the resident kernel, so each process may load and drop it
+loads=$(grep '^module load' "$log" | sort | uniq -c | awk '{ printf "%s:%s ", $4, $1 }')
+case $loads in
+"dbr_kcopy:1 dbr_kring:"[12]" ")
+	pass "processes-through-owner: module loads $loads" ;;
+*)	fail "processes-through-owner: module loads $loads, want dbr_kcopy:1 and dbr_kring:1 or 2" ;;
+esac
+
 
 # DBR_KRING_PTX (the resident kernel's diagnostic build, gpu-proof rounds)
 # naming a file that is not there, or one that is not the kernel's PTX: the

@@ -70,7 +70,7 @@ run_ok randread-gpu-watch-cq --name=w --filename="$f" --size=4m --gpu=hip \
 	--transfer=bounce --direct=1 --rw=randread --bs=4k --iodepth=16 --thread \
 	--numjobs=2 --gpu_watch_cq=1
 out=$TMPD/randread-gpu-watch-cq.out
-[ "$(grep -c 'gpu_watch_cq=1: no resident copy kernel takes this job' "$out")" -eq 1 ] &&
+[ "$(grep -c 'gpu_watch_cq=1: no resident copy kernel of this process takes this job' "$out")" -eq 1 ] &&
 	grep -q 'ring SINGLE_ISSUER|DEFER_TASKRUN' "$out" &&
 	! grep -q "reads copied by the resident kernel" "$out" &&
 	pass "gpu_watch_cq=1 on HIP: said once, reads' copies in passes, the ring unchanged" ||

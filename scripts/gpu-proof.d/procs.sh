@@ -94,7 +94,11 @@ proof_procs() {
 			mps_stop
 		fi
 		section "procs $t: owners left behind (none expected)"
-		pgrep -a dbr-gpu-owner | tee -a "$summary" || note "none"
+		if pgrep -a dbr-gpu-owner >"$W/owners-left"; then
+			note "owners left: $(cat "$W/owners-left")"
+		else
+			note "owners left: none"
+		fi
 	done
 	rm -f /dev/shm/dbr-bounce.bin
 }

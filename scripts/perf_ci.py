@@ -88,7 +88,9 @@ def baseline_doc(agg, meta):
 
 def load_baseline(spec, db=None, machine=None, before=None, case_ids=()):
     """{case id: {'reps': [summary] or None, 'medians': {...}}} and a
-    description of where it came from."""
+    description of where it came from. BaselineError, naming spec and
+    what is wrong, for anything else (nothing is judged from half a
+    document)."""
     if spec.startswith("db:"):
         return _from_db(spec, db, machine, before, case_ids)
     path = spec
@@ -98,32 +100,95 @@ def load_baseline(spec, db=None, machine=None, before=None, case_ids=()):
         with open(path) as f:
             doc = json.load(f)
     except (OSError, ValueError) as e:
-        raise BaselineError("%s: %s" % (spec, e))
-    if "records" in doc:            # an earlier run's results.json
+        raise BaselineError("%s: %s" % (spec, getattr(e, "strerror", None)
+                                        or e))
+    if isinstance(doc, dict) and "records" in doc:  # a results.json
         import perf_report
+        check_results(doc, path)
         agg = perf_report.aggregate(doc["records"])
         return ({cid: {"reps": a["reps"], "medians": a}
                  for cid, a in agg.items() if a["n"]},
                 "the results in %s" % path)
-    if "cases" not in doc:
-        raise BaselineError("%s: neither a baseline nor a results.json" %
-                            spec)
-    if doc.get("version", 1) > BASELINE_VERSION:
+    if not isinstance(doc, dict) or "cases" not in doc:
+        raise BaselineError("%s: neither a baseline (--save-baseline) nor "
+                            "a results.json" % spec)
+    version = doc.get("version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise BaselineError("%s: \"version\": %s is not a baseline version"
+                            % (spec, json.dumps(version)))
+    if version > BASELINE_VERSION:
         raise BaselineError("%s: baseline version %s is newer than this "
-                            "scripts/perf's %d" % (spec, doc["version"],
+                            "scripts/perf's %d" % (spec, version,
                                                    BASELINE_VERSION))
+    cases = doc["cases"]
+    if not isinstance(cases, dict):
+        raise BaselineError("%s: \"cases\" is %s, not an object of case "
+                            "figures" % (spec, _shown(cases)))
+    for cid, c in cases.items():
+        where = "%s: case %r" % (spec, cid)
+        _check_figures(where, c)
+        reps = c.get("reps")
+        if reps is not None and not isinstance(reps, list):
+            raise BaselineError("%s: \"reps\" is %s, not a list of "
+                                "repetitions" % (where, _shown(reps)))
+        for i, r in enumerate(reps or [], 1):
+            _check_figures("%s, repetition %d" % (where, i), r)
     return ({cid: {"reps": c.get("reps"), "medians": c}
-             for cid, c in doc["cases"].items()}, spec)
+             for cid, c in cases.items()}, spec)
+
+
+def check_results(doc, path):
+    """A results.json (scripts/perf's own, or --from's) whole enough to
+    report and judge: BaselineError, naming path and the part, if not."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("records"),
+                                                    list):
+        raise BaselineError("%s: no \"records\" list: not a scripts/perf "
+                            "results.json" % path)
+    if not isinstance(doc.get("meta", {}), dict):
+        raise BaselineError("%s: \"meta\" is %s, not an object" % (
+            path, _shown(doc["meta"])))
+    for i, r in enumerate(doc["records"], 1):
+        where = "%s: record %d" % (path, i)
+        if not isinstance(r, dict) or not isinstance(r.get("id"), str) or \
+                not isinstance(r.get("case"), dict):
+            raise BaselineError("%s: %s, not a record (an object with "
+                                "\"id\" and \"case\")" % (where, _shown(r)))
+        if r.get("summary") is not None:
+            _check_figures(where, r["summary"], need_iops=True)
+
+
+def _check_figures(where, figures, need_iops=False):
+    """One case's or repetition's figures: an object whose metrics are
+    numbers (or null)."""
+    import perf_report
+    if not isinstance(figures, dict):
+        raise BaselineError("%s: %s where its figures should be (an object "
+                            "such as {\"iops\": 1000.0})" % (
+                                where, _shown(figures)))
+    for m in perf_report.METRICS:
+        v = figures.get(m)
+        if v is not None and (isinstance(v, bool) or
+                              not isinstance(v, (int, float))):
+            raise BaselineError("%s: %s is %s, not a number" % (
+                where, m, _shown(v)))
+    if need_iops and figures.get("iops") is None:
+        raise BaselineError("%s: no iops figure" % where)
+
+
+def _shown(value):
+    """A value as the JSON file has it, cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _from_db(spec, db, machine, before, case_ids):
     import perf_db
     kind, _, n = spec[3:].partition(":")
     if kind != "last" or not n.isdigit() or int(n) < 1:
-        raise BaselineError("--baseline %s: the form is db:last:N (N >= 1 "
-                            "stored runs)" % spec)
+        raise BaselineError("%s: the form is db:last:N (N >= 1 stored "
+                            "runs)" % spec)
     if db is None:
-        raise BaselineError("--baseline %s needs --db FILE" % spec)
+        raise BaselineError("%s needs --db FILE" % spec)
     got = perf_db.baseline_reps(db, machine, case_ids, int(n), before)
     runs = sorted({r for g in got.values() for r in g["runs"]})
     return ({cid: {"reps": g["reps"], "medians": None}

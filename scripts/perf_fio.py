@@ -294,8 +294,26 @@ def run_fio(cmd, timeout, env=None):
         out, _ = p.communicate()
         sampler.finish()
         return 124, (out or "") + "\nscripts/perf: fio ran past %ds\n" % timeout, None, {}
+    except BaseException:
+        # the caller stops (a signal, Ctrl-C): fio first, so that nothing
+        # holds the target when the caller removes a scratch device
+        stop_fio(p)
+        sampler.finish()
+        raise
     tasks = sampler.finish()
     return p.returncode, out, _children_cpu() - before, tasks
+
+
+def stop_fio(p, grace=10):
+    """SIGTERM, on which fio ends its jobs and reports; SIGKILL where it
+    has not exited in grace seconds. Its output is read meanwhile (a full
+    pipe would hold it)."""
+    try:
+        p.terminate()
+        p.communicate(timeout=grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
 
 
 class FioOutputError(Exception):

@@ -190,10 +190,10 @@ echo "not a database" >"$TMPD/junk.sqlite"
 rc2=$?
 "$perf" history --db "$TMPD/absent.sqlite" >"$TMPD/absent.log" 2>&1
 rc3=$?
-[ "$rc1$rc2$rc3" = 111 ] &&
+[ "$rc1$rc2$rc3" = 222 ] &&
 	grep -q "schema version 99 is newer than this scripts/perf's 1: use a newer checkout" "$TMPD/new.log" &&
 	grep -q "junk.sqlite: file is not a database" "$TMPD/junk.log" &&
 	grep -q "absent.sqlite: no such file (a run with --db creates it)" "$TMPD/absent.log" &&
-	pass "newer schema, not a database, no file: one line each, exit 1" ||
+	pass "newer schema, not a database, no file: one line each, exit 2" ||
 	{ fail "bad databases ($rc1 $rc2 $rc3)"; cat "$TMPD/new.log" "$TMPD/junk.log" "$TMPD/absent.log"; }
 finish

@@ -3,6 +3,7 @@
 # scratch file) whose fio JSON+ the runner must read back exactly, then the
 # report, baseline and regression paths on those results (--from, no fio),
 # a failing case, a config file, and fio client/server on loopback.
+# (jobs/run and the shipped job files: job_files.sh)
 # No timing is judged here: figures are printed, never pass/fail.
 . "$(dirname "$0")/../lib.sh"
 
@@ -106,43 +107,6 @@ grep -q "ioengine=io_uring" "$out"/runs/*io_uring_qd_4.rep1.fio &&
 	! grep -Eq "^(gpu|transfer)=" "$out"/runs/*io_uring_qd_4.rep1.fio &&
 	pass "the io_uring case runs with fixedbufs, without this engine's options" ||
 	fail "the io_uring case runs with fixedbufs, without this engine's options"
-
-# ---- jobs/run, as a CI perf job would use it: json+ into a file that parses
-# whole (this fio's format), and stderr without a line of ours (json into a
-# file: the engine says nothing, as fio says nothing of its own). In the sanitizer
-# pass fio gets the ASan runtime through a wrapper, jobs/run's shell does not.
-fio_cmd=$FIO
-if [ -n "${DBR_ASAN_PRELOAD:-}" ]; then
-	fio_cmd=$TMPD/fio-asan
-	printf '#!/bin/sh\nLD_PRELOAD="%s${LD_PRELOAD:+:$LD_PRELOAD}" exec "%s" "$@"\n' \
-		"$DBR_ASAN_PRELOAD" "$FIO" >"$fio_cmd"
-	chmod +x "$fio_cmd"
-fi
-if FIO=$fio_cmd DBR_TARGET=$TMPD/jobs-run.bin DBR_SIZE=4m DBR_GPU=host \
-	"$SRCDIR/jobs/run" "$SRCDIR/jobs/verify.fio" --output-format=json+ \
-	--output="$TMPD/jobs-run.json" >"$TMPD/jobs-run.out" 2>"$TMPD/jobs-run.err" &&
-	python3 - "$TMPD/jobs-run.json" "$FIO" >"$TMPD/jobs-run.parse" 2>&1 <<'PY'
-import json, subprocess, sys
-doc = json.load(open(sys.argv[1]))       # the whole file
-version = subprocess.run([sys.argv[2], "--version"], capture_output=True,
-                         text=True).stdout.strip()
-assert doc["fio version"] == version, (doc["fio version"], version)
-assert doc["global options"]["ioengine"].startswith("external:"), doc["global options"]
-names = [j["jobname"] for j in doc["jobs"]]
-assert names == ["verify-seqwrite-1m", "verify-randwrite-4k", "verify-randrw-16k"], names
-for j in doc["jobs"]:
-    assert j["error"] == 0, (j["jobname"], j["error"])
-    assert j["write"]["total_ios"] > 0 and "bins" in j["write"]["clat_ns"], j["jobname"]
-PY
-then
-	! grep -q "^dmabuf_uring:" "$TMPD/jobs-run.err" &&
-		pass "jobs/run jobs/verify.fio: json+ file parses whole, 3 jobs verified, no line of ours on stderr" ||
-		{ fail "jobs/run: lines of ours on stderr with json+ into a file"; cat "$TMPD/jobs-run.err"; }
-else
-	fail "jobs/run jobs/verify.fio with json+ into a file"
-	cat "$TMPD/jobs-run.parse" 2>/dev/null
-	tail -n 5 "$TMPD/jobs-run.out" "$TMPD/jobs-run.err"
-fi
 
 # ---- baselines, from the stored results (no fio)
 "$perf" --from "$out" --baseline "$TMPD/base.json" >"$TMPD/same.out" 2>&1

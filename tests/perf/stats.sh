@@ -197,16 +197,16 @@ rc=$?
 	pass "version 1 baseline (medians only): the tolerance alone, and it says so" ||
 	{ fail "version 1 baseline (rc $rc)"; cat "$TMPD/v1.log"; }
 
-# ---- bad input: one line naming the cause, exit 1
+# ---- bad input: one line naming the cause, exit 2 (usage)
 "$perf" --from "$TMPD/loss" --baseline db:last:3 >"$TMPD/bad1.log" 2>&1
 rc1=$?
 "$perf" --from "$TMPD/loss" --alpha 2 >"$TMPD/bad2.log" 2>&1
 rc2=$?
 "$perf" --from "$TMPD/loss" --baseline "$TMPD/nothere" >"$TMPD/bad3.log" 2>&1
 rc3=$?
-[ "$rc1$rc2$rc3" = 111 ] && grep -q "db:last:3 reads the stored history: add --db FILE" "$TMPD/bad1.log" &&
+[ "$rc1$rc2$rc3" = 222 ] && grep -q "db:last:3 reads the stored history: add --db FILE" "$TMPD/bad1.log" &&
 	grep -q "alpha 2: give a level between 0 and 1" "$TMPD/bad2.log" &&
 	grep -q "baseline $TMPD/nothere: .*No such file" "$TMPD/bad3.log" &&
-	pass "bad --baseline / --alpha: one line naming the fix, exit 1" ||
+	pass "bad --baseline / --alpha: one line naming the fix, exit 2" ||
 	{ fail "bad input ($rc1 $rc2 $rc3)"; cat "$TMPD"/bad?.log; }
 finish

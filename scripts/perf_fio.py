@@ -13,7 +13,7 @@ import threading
 # engine, so fio does not refuse the job file.
 DBR_ONLY_OPTIONS = {"gpu", "gpu_dev_ids", "gpu_cpus", "transfer", "gpu_sync",
                     "gpu_spin_us", "gpu_stats_file", "gpu_copy", "gpu_kernel",
-                    "gpu_watch_cq",
+                    "gpu_watch_cq", "gpu_owner",
                     "p2p_iommu", "stall_watchdog", "thread_creds"}
 # io_uring options that libcufile does not know.
 IOURING_OPTIONS = {"registerfiles", "sqthread_poll", "sqthread_poll_cpu",

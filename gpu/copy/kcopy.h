@@ -10,7 +10,8 @@
  *
  * This unit is runtime-free: which copies the kernel takes, and packing
  * them into launches. The kernel is PTX text (kcopy_ptx.h); a runtime that
- * can load and launch it fills the kernel_* entries of struct gpu_runtime.
+ * can load and launch it fills the kernel_* entries of struct gpu_runtime,
+ * and a launch's layout is gpu/runtime/kernels.h's.
  */
 #ifndef DBR_GPU_KCOPY_H
 #define DBR_GPU_KCOPY_H
@@ -19,18 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels.h"
 #include "provider.h"
 
 struct gpu_stream;
 
-/* Descriptors per launch: 32 + 8 x 256 bytes of the 4 KiB parameter space. */
-#define GPU_KCOPY_MAX		256u
-/* Streams that can share one device's module: dbr_kcopy_count[]'s size. */
-#define GPU_KCOPY_SLOTS		1024u
-/* Offsets and lengths in units of the kernel's 16-byte loads and stores. */
-#define GPU_KCOPY_ALIGN		16u
-/* What one block moves per step (256 threads x 16 bytes): grid y units. */
-#define GPU_KCOPY_CHUNK		4096u
 /* Blocks one descriptor spreads over at most; longer copies loop. */
 #define GPU_KCOPY_MAX_CHUNKS	1024u
 /*
@@ -40,28 +34,11 @@ struct gpu_stream;
  */
 #define GPU_KCOPY_AUTO_MAX	(64u << 10)
 
-struct gpu_copy;
-
-/* A descriptor's len has this bit set for a device -> host copy. */
-#define GPU_KDESC_D2H		(1u << 31)
-
-/* One descriptor, in GPU_KCOPY_ALIGN units; kernel parameter 4 is 256 of them. */
-struct gpu_kdesc {
-	uint32_t off;
-	uint32_t len;		/* | GPU_KDESC_D2H */
-};
-
-/* One launch of dbr_kcopy: its parameters, in order, then the grid. */
-struct gpu_klaunch {
-	uint64_t host;		/* parameter 0: the staging area's device address */
-	uint64_t dev;		/* parameter 1: device memory */
-	uint64_t flag;		/* parameter 2: 0, or the host word's device
-				 * address: the launch writes ticket there
-				 * once all its copies are done */
-	uint64_t ticket;	/* parameter 3 */
-	struct gpu_kdesc d[GPU_KCOPY_MAX];	/* parameter 4 */
-	unsigned int n;		/* descriptors used: grid x */
-	unsigned int chunks;	/* grid y: the longest copy in chunks, capped */
+/* One copy between the host shadow and device memory, at the same offset. */
+struct gpu_copy {
+	enum gpu_copy_dir dir;
+	size_t off;
+	size_t len;
 };
 
 /* Would the kernel take this copy, in this mode (never for GPU_COPY_DMA)? */

@@ -39,8 +39,6 @@
 #define GPU_KRING_SLOTS		8u
 /* Passes one round takes at most: the slots a poll reads (kring.cu's POLL_SLOTS). */
 #define GPU_KRING_ROUND		4u
-/* The kernel's block. */
-#define GPU_KRING_THREADS	512u
 /* The kernel leaves after this long with nothing posted. */
 #define GPU_KRING_IDLE_NS	2000000ull
 /* A wait for a pass polls this long before it naps (stream.c)... */

@@ -17,8 +17,9 @@
  * ticket waited for too).
  *
  * What differs between runtimes is a small table of calls (struct
- * gpu_runtime) that cuda.c and hip.c fill; device.c drives its device part
- * and the pipeline (or any other user of a device buffer) holds a stream.
+ * gpu_runtime, gpu/runtime/runtime.h) that cuda.c and hip.c fill; device.c
+ * drives its device part and the pipeline (or any other user of a device
+ * buffer) holds a stream.
  */
 #ifndef DBR_GPU_STREAM_H
 #define DBR_GPU_STREAM_H
@@ -29,96 +30,9 @@
 
 #include "kring.h"
 #include "provider.h"
+#include "runtime.h"
 
 struct gpu_klaunch;
-struct gpu_dev;
-
-/*
- * One runtime's calls: the device life cycle (device.c) and the copy stream
- * (below). Each returns 0 or a negative errno and leaves the runtime's own
- * error name in b->why; event_query returns 1 when the event completed, 0
- * when not yet. Addresses are device virtual addresses (unified with host
- * addresses in both CUDA and HIP). b->priv is the buffer's struct gpu_dev.
- */
-struct gpu_runtime {
-	/* usable devices, or a negative errno (the provider's probe) */
-	int (*probe)(char *why, size_t len);
-	/* optional: take the runtime's context of device b->dev_id into d */
-	int (*open)(struct gpu_buf *b, struct gpu_dev *d);
-	void (*close)(struct gpu_dev *d);
-	/* device memory for b->size bytes into d->dptr and d->dsize */
-	int (*mem_alloc)(struct gpu_buf *b, struct gpu_dev *d);
-	const char *mem_alloc_name;	/* its runtime call, for messages */
-	void (*mem_free)(struct gpu_dev *d);
-	/* page-lock the host shadow for DMA */
-	int (*host_register)(struct gpu_buf *b, void *host, size_t len);
-	void (*host_unregister)(void *host);
-	/* a dma-buf fd of [d->dptr, + b->size); d->rt_fd: close it below */
-	int (*export)(struct gpu_buf *b, struct gpu_dev *d, int *fd);
-	void (*close_dmabuf)(int fd);
-	/* optional: [off, off + len) as a dma-buf of its own, closed by close(2) */
-	int (*export_range)(struct gpu_buf *b, struct gpu_dev *d, size_t off,
-			    size_t len, int *fd);
-	/* optional: what the allocated memory is, into b->export_kind */
-	void (*describe)(struct gpu_buf *b, struct gpu_dev *d);
-	/* make the buffer's device (context) current on the calling thread */
-	int (*enter)(struct gpu_buf *b);
-	int (*stream_create)(struct gpu_buf *b, void **stream);
-	int (*stream_sync)(struct gpu_buf *b, void *stream);
-	void (*stream_destroy)(void *stream);
-	int (*event_create)(struct gpu_buf *b, void **event);
-	void (*event_destroy)(void *event);
-	int (*event_record)(struct gpu_buf *b, void *event, void *stream);
-	int (*event_query)(struct gpu_buf *b, void *event);
-	int (*event_sync)(struct gpu_buf *b, void *event);
-	int (*copy)(struct gpu_buf *b, void *stream, enum gpu_copy_dir dir,
-		    uint64_t dst, uint64_t src, size_t len);
-	/*
-	 * Copies in any order within the call, in stream order as a whole.
-	 * -ENOSYS when this runtime has no batch call (the stream then copies
-	 * one by one from then on); on another error *done says how many of
-	 * the first copies were queued.
-	 */
-	int (*copy_batch)(struct gpu_buf *b, void *stream, uint64_t *dst,
-			  uint64_t *src, size_t *len, size_t n, size_t *done);
-	/*
-	 * Optional (NULL, or -ENOSYS at run time): page-lock host memory the
-	 * device can write, and have the stream write a 64-bit value there
-	 * once everything queued before has finished.
-	 */
-	int (*map_host)(struct gpu_buf *b, void *host, size_t len,
-			uint64_t *dev_addr);
-	void (*unmap_host)(void *host);
-	int (*write_value)(struct gpu_buf *b, void *stream, uint64_t dev_addr,
-			   uint64_t value);
-	/*
-	 * Optional (NULL: copies go through the calls above only): the copy
-	 * kernel (kcopy.h). kernel_load loads the kernel named entry from PTX
-	 * text into *mod; kernel_launch queues one launch of dbr_kcopy (l) on
-	 * the stream; host_dev_addr gives the device address of the
-	 * page-locked host shadow. HIP could fill them with hipModuleLoadData
-	 * and hipModuleLaunchKernel from a code object; it does not yet.
-	 */
-	int (*host_dev_addr)(struct gpu_buf *b, void *host, uint64_t *dev_addr);
-	int (*kernel_load)(struct gpu_buf *b, const char *ptx,
-			   const char *entry, void **mod);
-	void (*kernel_unload)(void *mod);
-	int (*kernel_launch)(struct gpu_buf *b, void *stream, void *mod,
-			     const struct gpu_klaunch *l);
-	/*
-	 * Optional (NULL: the kernel is launched per pass): queue one block
-	 * of GPU_KRING_THREADS running dbr_kring (kring.h) on the stream, over
-	 * the ring at device address ring, between host and dev.
-	 */
-	int (*kernel_start)(struct gpu_buf *b, void *stream, void *mod,
-			    uint64_t ring, uint64_t host, uint64_t dev);
-};
-
-struct gpu_copy {
-	enum gpu_copy_dir dir;
-	size_t off;
-	size_t len;
-};
 
 struct gpu_stream {
 	struct gpu_buf *buf;	/* the buffer it copies within */

@@ -15,9 +15,9 @@
  * (anonymous pages, page-locked with cuMemHostRegister so copies are DMA,
  * and still ordinary user pages that io_uring can register as a fixed
  * buffer; cuMemHostAlloc memory is not), and the shared copy stream
- * (stream.c): one non-blocking stream, blocking-sync events (a wait spins
- * briefly, then sleeps), cuMemcpyBatchAsync where the driver has it
- * (CUDA 12.8+), found at run time, and the copy kernel (kcopy.h), JIT
+ * (gpu/copy/stream.c): one non-blocking stream, blocking-sync events (a
+ * wait spins briefly, then sleeps), cuMemcpyBatchAsync where the driver has
+ * it (CUDA 12.8+), found at run time, and the copy kernels (kernels.h), JIT
  * compiled from PTX by the driver into one module per device for the
  * process, which reaches the shadow through its device mapping.
  */
@@ -35,9 +35,9 @@
 #include <cuda.h>
 
 #include "device.h"
-#include "kcopy.h"
+#include "kernels.h"
 #include "provider.h"
-#include "stream.h"
+#include "runtime.h"
 
 #define CUDA_LIB	"libcuda.so.1"
 
@@ -87,7 +87,7 @@ struct cu_api {
 	/* optional: stream memory operations (CUDA 12 names it _v2) */
 	CUresult (*StreamWriteValue64)(CUstream, CUdeviceptr, cuuint64_t,
 				       unsigned int);
-	/* optional: the copy kernel (kcopy.h) */
+	/* optional: the copy kernels (kernels.h) */
 	__typeof__(cuModuleLoadDataEx) *ModuleLoadDataEx;
 	__typeof__(cuModuleGetFunction) *ModuleGetFunction;
 	__typeof__(cuModuleUnload) *ModuleUnload;
@@ -630,7 +630,7 @@ static int rt_write_value(struct gpu_buf *b, void *stream, uint64_t dev_addr,
 }
 
 /*
- * A copy kernel (kcopy.h, kring.h): one module per device and kernel for the
+ * A copy kernel (kernels.h): one module per device and kernel for the
  * whole process, shared by every stream on that device and unloaded when the
  * last lets go. cuModuleLoadData and cuModuleUnload wait for every kernel
  * running in the context (scripts/gpu-proof.d/ctx_block.c, on the H200): a

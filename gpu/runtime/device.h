@@ -3,9 +3,9 @@
  * A GPU buffer's life cycle, written once for every GPU runtime: device
  * memory, the host shadow page-locked for DMA, the dma-buf export and the
  * release of all of it in reverse order. A copy stream over the buffer
- * (stream.h) is its user's, made after alloc and exited before free. What differs between CUDA and HIP
- * is the device part of their table of calls (struct gpu_runtime, stream.h):
- * cuda.c and hip.c load their library, fill the table and keep their quirks
+ * (gpu/copy/stream.h) is its user's, made after alloc and exited before
+ * free. What differs between CUDA and HIP is the device part of their table
+ * of calls (struct gpu_runtime, runtime.h): cuda.c and hip.c load their library, fill the table and keep their quirks
  * (allocation granularity, the device-ordinal check, the HSA export) inside
  * their calls; their providers point alloc, export_dmabuf and free here
  * and hand the table out as their rt.
@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "provider.h"
-#include "stream.h"
+#include "runtime.h"
 
 /* One buffer's device side (b->priv of a device provider's buffer). */
 struct gpu_dev {

@@ -13,7 +13,7 @@
  * runtime calls: hipSetDevice on every entry point (the HIP runtime's
  * current device is per host thread), a hipMalloc allocation, a host shadow
  * of anonymous pages page-locked with hipHostRegister, and the shared copy
- * stream (stream.c), with hipMemcpyBatchAsync where the runtime has it
+ * stream (gpu/copy/stream.c), with hipMemcpyBatchAsync where the runtime has it
  * (ROCm 7), found at run time.
  *
  * Only exercised against the test double in tests/gpu/ (no AMD GPU here).
@@ -31,7 +31,7 @@
 
 #include "device.h"
 #include "provider.h"
-#include "stream.h"
+#include "runtime.h"
 
 /* ------------------------------------------------------------------------ */
 /* the part of the HIP / ROCr API used here, as the runtimes define it      */

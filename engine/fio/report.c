@@ -95,7 +95,7 @@ void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 			 DBR_REGBUF_MAX_BYTES >> 20);
 	dbr_ring_describe(&s->ring, flags, sizeof(flags));
 	say_creds(&s->ring, creds, sizeof(creds));
-	gpu_kcopy_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
+	gpu_stream_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
 			   sizeof(copies));
 	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s, %s%s%s",
 		 td->o.name, s->buf.prov->name, s->buf.dev_id,

@@ -23,8 +23,6 @@
 #include "kernels.h"
 #include "provider.h"
 
-struct gpu_stream;
-
 /* Blocks one descriptor spreads over at most; longer copies loop. */
 #define GPU_KCOPY_MAX_CHUNKS	1024u
 /*
@@ -58,14 +56,6 @@ bool gpu_kcopy_add(struct gpu_klaunch *l, const struct gpu_copy *c);
 
 /* "auto", "dma", "kernel": the gpu_copy values */
 const char *gpu_copy_mode_name(enum gpu_copy_mode mode);
-
-/*
- * How copies on stream s over b run (s NULL: no stream made yet, as b's
- * copy_mode asks), for the job's line: "copy kernel under 64 KiB, DMA from
- * 64 KiB", "DMA", or DMA and why the kernel asked for is not used.
- */
-void gpu_kcopy_describe(const struct gpu_stream *s, const struct gpu_buf *b,
-			char *buf, size_t len);
 
 /* The PTX text of dbr_kcopy (kcopy_ptx.h). */
 const char *gpu_kcopy_ptx(void);

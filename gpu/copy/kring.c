@@ -22,7 +22,6 @@
 
 #include "kring.h"
 #include "kring_ptx.h"
-#include "stream.h"
 
 _Static_assert(offsetof(struct gpu_kring, tail) == 128 &&
 	       offsetof(struct gpu_kring, cq_done) == 160 &&

@@ -124,4 +124,12 @@ bool gpu_stream_posts(const struct gpu_stream *s, size_t len);
 enum gpu_copy_mode gpu_stream_copy_mode(const struct gpu_stream *s,
 					const char **why);
 
+/*
+ * How copies on stream s over b run (s NULL: no stream made yet, as b's
+ * copy_mode asks), for the job's line: "copy kernel under 64 KiB, DMA from
+ * 64 KiB", "DMA", or DMA and why the kernel asked for is not used.
+ */
+void gpu_stream_describe(const struct gpu_stream *s, const struct gpu_buf *b,
+			 char *buf, size_t len);
+
 #endif

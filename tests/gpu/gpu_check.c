@@ -219,7 +219,7 @@ static void copy_summary(const struct gpu_stream *s, char *out, size_t len)
 	const struct gpu_stream_stats *st = &s->st;
 	char how[320];
 
-	gpu_kcopy_describe(s, s->buf, how, sizeof(how));
+	gpu_stream_describe(s, s->buf, how, sizeof(how));
 	snprintf(out, len, "copies by %s, %lu kernel launches, %lu passes to the resident kernel (%lu starts), %lu runtime calls",
 		 how, st->launches, st->passes, st->starts, st->calls);
 }

@@ -12,7 +12,8 @@
 
 #include "kring.h"
 #include "resident.h"
-#include "stream.h"
+#include "runtime.h"
+#include "stream_state.h"
 
 /* What gpu_resident_setup got, released in reverse order (r_dev: ring mapped). */
 static void resident_free(struct gpu_stream *s, void *r, uint64_t r_dev)

@@ -3,14 +3,23 @@
  * The copy pipeline between the ring and the GPU copies; see pipeline.h for
  * the stages and the ordering rules. Nothing here knows fio or a runtime:
  * the ring is ring.c's, the copies go through the pipeline's copy stream
- * (gpu/stream.h) over the buffer's runtime calls.
+ * (gpu/copy/stream.h) over the buffer's runtime calls.
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <unistd.h>
 
+#include "kring.h"
 #include "pipeline.h"
 #include "resident.h"
+
+/*
+ * A read the kernel watching the CQ copies carries its tag (kring.h) as its
+ * user_data, and the ring finds the request by the same tag (ring.h): the
+ * two layouts must agree on the tag bit and the slot.
+ */
+_Static_assert(GPU_KRING_CQ_TAGGED == DBR_TAG_BY_SLOT &&
+	       GPU_KRING_CQ_SLOTS == DBR_TAG_SLOTS,
+	       "a CQ tag (kring.h) is a ring tag by slot (ring.h)");
 
 static void pfifo_init(struct dbr_pfifo *q)
 {
@@ -93,29 +102,25 @@ static int pipe_kick(void *arg)
  */
 static void pipe_watch_cq(struct dbr_pipe *p)
 {
-	struct io_uring *ring = &p->ring->ring;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+	struct dbr_ring_layout l;
 	struct gpu_cq_offsets o;
 	unsigned int i;
-	char *mem;
 
 	if (!p->stream_live || p->p2p ||
 	    (p->ring->setup_flags & IORING_SETUP_DEFER_TASKRUN) ||
-	    ring->cq.ring_ptr != ring->sq.ring_ptr)
+	    dbr_ring_layout(p->ring, &l) < 0)
 		return;
 	p->slots = calloc(p->depth, sizeof(*p->slots));
 	p->free_slots = calloc(p->depth, sizeof(*p->free_slots));
 	if (!p->slots || !p->free_slots)
 		goto fail;
-	mem = ring->sq.ring_ptr;
-	len = ring->sq.ring_sz > ring->cq.ring_sz ? ring->sq.ring_sz :
-						     ring->cq.ring_sz;
-	len = (len + page - 1) / page * page;
-	o.cq_tail = (size_t)((char *)ring->cq.ktail - mem);
-	o.sq_tail = (size_t)((char *)ring->sq.ktail - mem);
-	o.cqes = (size_t)((char *)ring->cq.cqes - mem);
-	o.cq_mask = ring->cq.ring_mask;
-	if (gpu_resident_watch(p->buf, &p->stream, mem, len, &o) < 0)
+	o = (struct gpu_cq_offsets){
+		.cq_tail	= l.cq_tail,
+		.sq_tail	= l.sq_tail,
+		.cqes		= l.cqes,
+		.cq_mask	= l.cq_mask,
+	};
+	if (gpu_resident_watch(p->buf, &p->stream, l.mem, l.len, &o) < 0)
 		goto fail;
 	for (i = 0; i < p->depth; i++)
 		p->free_slots[i] = (uint16_t)i;

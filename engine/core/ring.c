@@ -612,6 +612,25 @@ int dbr_ring_quiesce(struct dbr_ring *r)
 	return 0;
 }
 
+int dbr_ring_layout(const struct dbr_ring *r, struct dbr_ring_layout *l)
+{
+	const struct io_uring *ring = &r->ring;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+	char *mem = ring->sq.ring_ptr;
+
+	if (ring->cq.ring_ptr != ring->sq.ring_ptr)
+		return -ENOTSUP;
+	len = ring->sq.ring_sz > ring->cq.ring_sz ? ring->sq.ring_sz :
+						     ring->cq.ring_sz;
+	l->mem = mem;
+	l->len = (len + page - 1) / page * page;
+	l->cq_tail = (size_t)((char *)ring->cq.ktail - mem);
+	l->sq_tail = (size_t)((char *)ring->sq.ktail - mem);
+	l->cqes = (size_t)((char *)ring->cq.cqes - mem);
+	l->cq_mask = ring->cq.ring_mask;
+	return 0;
+}
+
 void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len)
 {
 	static const struct { unsigned int flag; const char *name; } names[] = {

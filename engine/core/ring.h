@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <liburing.h>
 
-#include "kring.h"
 #include "prof.h"
 #include "watchdog.h"
 
@@ -52,8 +51,23 @@ struct dbr_req {
 	unsigned int reissues;	/* -EAGAIN reissues of this request */
 	struct dbr_req *next;	/* on the ring's stash while quiescing */
 	void *owner;
-	uint64_t tag;		/* user_data where not 0 (a watched CQ's) */
+	uint64_t tag;		/* user_data where not 0 (DBR_TAG_BY_SLOT) */
 };
+
+/*
+ * A request's user_data is its address, or where its owner set req->tag,
+ * that tag: DBR_TAG_BY_SLOT set (no address has bit 63) and the request's
+ * index in r->by_slot in the low 16 bits. The bits between are the owner's
+ * (what a watcher of the CQ reads in them).
+ */
+#define DBR_TAG_BY_SLOT		(1ull << 63)
+/* Requests a tag can name. */
+#define DBR_TAG_SLOTS		(1u << 16)
+
+static inline uint16_t dbr_tag_slot(uint64_t tag)
+{
+	return (uint16_t)tag;
+}
 
 struct dbr_ring_params {
 	unsigned int entries;
@@ -69,7 +83,8 @@ struct dbr_ring_params {
 	/*
 	 * No DEFER_TASKRUN: completions reach the CQ as they happen (from the
 	 * io-wq worker that finished the I/O), not when the thread enters, so
-	 * that a GPU watching the CQ (gpu/resident.h) sees them at once.
+	 * that a watcher of the CQ (the pipeline's GPU copy kernel) sees them
+	 * at once.
 	 */
 	bool cqes_at_once;
 };
@@ -95,11 +110,11 @@ struct dbr_ring {
 	/* DBR_PROFILE's figures for the thread that owns the ring (prof.h) */
 	struct dbr_prof prof;
 	/*
-	 * A GPU kernel watches the CQ and copies reads as their CQEs come
-	 * (gpu/resident.h): CQEs below *gpu_done are done, copies and all;
-	 * those past it are not reaped yet. Tagged user_data
-	 * (gpu_kring_cq_tag) names its request by_slot[gpu_kring_cq_slot()];
-	 * kick starts the kernel again where a wait finds it gone.
+	 * A watcher of the CQ (the pipeline's GPU copy kernel) finishes the
+	 * work of CQEs as they come: CQEs below *gpu_done are done, that work
+	 * and all; those past it are not reaped yet. A tagged user_data names
+	 * its request by_slot[dbr_tag_slot()]; kick starts the watcher again
+	 * where a wait finds it gone.
 	 */
 	const uint64_t *gpu_done;
 	uint64_t gpu_wait_ns;	/* spent waiting on the kernel's copies */
@@ -114,8 +129,8 @@ static inline struct dbr_req *dbr_cqe_req(const struct dbr_ring *r,
 {
 	uint64_t ud = cqe->user_data;
 
-	if (ud & GPU_KRING_CQ_TAGGED)
-		return r->by_slot[gpu_kring_cq_slot(ud)];
+	if (ud & DBR_TAG_BY_SLOT)
+		return r->by_slot[dbr_tag_slot(ud)];
 	return (struct dbr_req *)(uintptr_t)ud;
 }
 
@@ -301,6 +316,17 @@ static inline unsigned int dbr_ring_unsubmitted(const struct dbr_ring *r)
 {
 	return r->unsubmitted;
 }
+
+/* Where the SQ's and CQ's words sit in the rings' one mapping. */
+struct dbr_ring_layout {
+	void *mem;		/* the mapping, len bytes (whole pages) */
+	size_t len;
+	size_t cq_tail, sq_tail, cqes;	/* offsets in it */
+	uint32_t cq_mask;
+};
+
+/* -ENOTSUP where the kernel mapped the SQ and CQ apart (no SINGLE_MMAP) */
+int dbr_ring_layout(const struct dbr_ring *r, struct dbr_ring_layout *l);
 
 /* human-readable names of the setup flags the kernel accepted */
 void dbr_ring_describe(const struct dbr_ring *r, char *buf, size_t len);

@@ -253,30 +253,6 @@ int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count)
 	return -1;
 }
 
-/*
- * gpu_spin_us=N (name: the option's or the environment variable's name):
- * microseconds a wait for GPU copies spins before it sleeps,
- * -1 to spin until they are done; *ns gets it in nanoseconds (-1 stays -1).
- * At most a second: a longer spin is a mistake for -1.
- */
-int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
-		      size_t len)
-{
-	bool env = strcmp(name, "gpu_spin_us") != 0;
-	char *end;
-	long v;
-
-	errno = 0;
-	v = s ? strtol(s, &end, 10) : 0;
-	if (!s || end == s || *end || errno || v < -1 || v > 1000000) {
-		snprintf(msg, len, "%s=%s: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done%s",
-			 name, s ? s : "", env ? "; fix it, or unset it" : "");
-		return -EINVAL;
-	}
-	*ns = v < 0 ? -1 : v * 1000L;
-	return 0;
-}
-
 #define DBR_WATCHDOG_P2P_S	30
 
 int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,

@@ -146,8 +146,6 @@ bool dbr_reads_to_kernel(unsigned int copy_mode, unsigned long long min_bs);
 
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);
-int dbr_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
-		      size_t len);
 /*
  * stall_watchdog=N: seconds (0: off, at most a day); unset (NULL): 30 for
  * p2p, off for bounce, whose waits it would otherwise time. *secs gets it;

@@ -452,16 +452,11 @@ int dbr_pick_spin(struct thread_data *td, long *spin_ns)
 	*spin_ns = gpu_spin_ns();
 	/* the environment's value is checked as the option's is */
 	if (!val) {
-		name = "DBR_GPU_SPIN_US";
-		val = getenv(name);
-		if (!val || !*val) {
-			name = "DBR_CUDA_SPIN_US";
-			val = getenv(name);
-		}
-		if (!val || !*val)
+		val = gpu_spin_env(&name);
+		if (!val)
 			return 0;
 	}
-	ret = dbr_parse_spin_us(name, val, spin_ns, msg, sizeof(msg));
+	ret = gpu_parse_spin_us(name, val, spin_ns, msg, sizeof(msg));
 	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
 }
 

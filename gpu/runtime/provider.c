@@ -143,19 +143,52 @@ void gpu_shadow_unmap(struct gpu_buf *b)
  */
 #define GPU_SPIN_NS	20000L
 
+const char *gpu_spin_env(const char **name)
+{
+	static const char *const names[] = { "DBR_GPU_SPIN_US", "DBR_CUDA_SPIN_US" };
+	const char *val;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		val = getenv(names[i]);
+		if (val && *val) {
+			*name = names[i];
+			return val;
+		}
+	}
+	return NULL;
+}
+
+int gpu_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
+		      size_t len)
+{
+	bool env = strcmp(name, "gpu_spin_us") != 0;
+	char *end;
+	long v;
+
+	errno = 0;
+	v = s ? strtol(s, &end, 10) : 0;
+	if (!s || end == s || *end || errno || v < -1 || v > 1000000) {
+		snprintf(msg, len, "%s=%s: expected microseconds from 0 to 1000000, or -1 to spin until the copies are done%s",
+			 name, s ? s : "", env ? "; fix it, or unset it" : "");
+		return -EINVAL;
+	}
+	*ns = v < 0 ? -1 : v * 1000L;
+	return 0;
+}
+
 long gpu_spin_ns(void)
 {
 	static long ns = -2;
-	const char *env;
+	const char *name, *env;
+	char msg[256];
 
 	if (ns != -2)
 		return ns;
-	env = getenv("DBR_GPU_SPIN_US");
-	if (!env || !*env)
-		env = getenv("DBR_CUDA_SPIN_US");
 	ns = GPU_SPIN_NS;
-	if (env && *env)
-		ns = atol(env) < 0 ? -1 : atol(env) * 1000L;
+	env = gpu_spin_env(&name);
+	if (env && gpu_parse_spin_us(name, env, &ns, msg, sizeof(msg)) < 0)
+		ns = GPU_SPIN_NS;
 	return ns;
 }
 

@@ -173,9 +173,24 @@ void gpu_shadow_unmap(struct gpu_buf *b);
 /*
  * Nanoseconds a wait for copies spins before it sleeps, < 0: no sleep; from
  * $DBR_GPU_SPIN_US (microseconds) or the default: what gpu_buf_init gets
- * where the caller has no setting of its own.
+ * where the caller has no setting of its own. A value gpu_parse_spin_us
+ * refuses counts as unset here (fio's engine refuses the job for it).
  */
 long gpu_spin_ns(void);
+/*
+ * The environment's spin setting: $DBR_GPU_SPIN_US, else $DBR_CUDA_SPIN_US
+ * (its older name); NULL where neither is set, else *name says which.
+ */
+const char *gpu_spin_env(const char **name);
+/*
+ * A spin setting (name: fio's option gpu_spin_us, or the environment
+ * variable it came from): microseconds a wait for GPU copies spins before
+ * it sleeps, -1 to spin until they are done; *ns gets it in nanoseconds
+ * (-1 stays -1). At most a second: a longer spin is a mistake for -1.
+ * -EINVAL with the reason in msg for anything else.
+ */
+int gpu_parse_spin_us(const char *name, const char *s, long *ns, char *msg,
+		      size_t len);
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t gpu_now_ns(void);
 /*

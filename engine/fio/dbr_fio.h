@@ -30,11 +30,12 @@
 /* ------------------------------------------------------------------------ */
 /* options (fio_engine.c's table fills the struct)                         */
 
+/*
+ * gpu=: auto, or n for provider n - 1 of the registry (gpu_provider_nth):
+ * fio_engine.c lists the registry's names as the option's values.
+ */
 enum dbr_gpu_choice {
 	DBR_GPU_AUTO,
-	DBR_GPU_CUDA,
-	DBR_GPU_HIP,
-	DBR_GPU_HOST,
 };
 
 enum dbr_gpu_cpus {

@@ -51,15 +51,10 @@ static struct fio_option options[] = {
 		.off1	= offsetof(struct dbr_options, gpu),
 		.help	= "Where the I/O buffers live",
 		.def	= "auto",
+		/* then the providers' names: dbr_list_providers */
 		.posval = {
 			  { .ival = "auto", .oval = DBR_GPU_AUTO,
-			    .help = "CUDA, else HIP, else host memory" },
-			  { .ival = "cuda", .oval = DBR_GPU_CUDA,
-			    .help = "NVIDIA GPU memory (libcuda.so.1)" },
-			  { .ival = "hip", .oval = DBR_GPU_HIP,
-			    .help = "AMD GPU memory (libamdhip64.so)" },
-			  { .ival = "host", .oval = DBR_GPU_HOST,
-			    .help = "Host memory (memfd, /dev/udmabuf for p2p)" },
+			    .help = "The first provider below with a device, else host memory" },
 		},
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
@@ -844,12 +839,34 @@ static void dbr_cleanup(struct thread_data *td)
 }
 
 /*
+ * gpu='s values after auto, from the provider registry (provider.c): value
+ * n for provider n - 1 (dbr_gpu_choice), in gpu=auto's order. Filled when
+ * the engine loads, before fio reads its options.
+ */
+static void dbr_list_providers(void)
+{
+	const struct gpu_provider *p;
+	struct fio_option *o;
+	unsigned int i;
+
+	for (o = options; o->name && strcmp(o->name, "gpu"); o++)
+		;
+	if (!o->name)
+		return;
+	for (i = 0; (p = gpu_provider_nth(i)) && i + 1 < PARSE_MAX_VP; i++)
+		o->posval[i + 1] = (struct value_pair){
+			.ival = p->name, .oval = i + 1, .help = p->help,
+		};
+}
+
+/*
  * fio loads the engine in its main process, before it forks job processes:
  * the results table mapped here is the one every thread and process of the
  * run adds to (results.h). Without it, threads of one process still add up.
  */
 __attribute__((constructor)) static void dbr_load(void)
 {
+	dbr_list_providers();
 	(void)dbr_tally_map();
 }
 

@@ -215,16 +215,12 @@ static int dbr_place(struct thread_data *t, const struct dbr_gpus *g,
 }
 
 
-/* gpu='s values, as the option table lists them */
-static const char *const gpu_names[] = { "auto", "cuda", "hip", "host" };
-
 /* Does t take part in td's gpu_dev_ids=auto: this engine, auto, td's provider? */
 static bool dbr_auto_peer(struct thread_data *t, struct thread_data *td,
 			  const struct dbr_gpus *g)
 {
 	const char *ids, *gpu;
 	char why[512];
-	unsigned int i;
 
 	if (t == td)
 		return true;
@@ -234,18 +230,11 @@ static bool dbr_auto_peer(struct thread_data *t, struct thread_data *td,
 	if (!ids || strcasecmp(ids, "auto"))
 		return false;
 	gpu = dbr_peer_opt(t, td, "gpu", g->gpu);
-	if (!gpu)
-		gpu = gpu_names[0];
-	for (i = 0; i < (sizeof(gpu_names) / sizeof(gpu_names[0])); i++)
-		if (!strcasecmp(gpu, gpu_names[i]))
-			break;
-	if (i >= (sizeof(gpu_names) / sizeof(gpu_names[0])))
-		return false;
-	if (!strcasecmp(gpu, g->gpu))
-		return true;
-	if (i)
-		return gpu_provider_by_name(gpu_names[i]) == g->prov;
-	return gpu_provider_auto(why, sizeof(why)) == g->prov;
+	if (!gpu || !strcasecmp(gpu, "auto"))
+		return !strcasecmp(g->gpu, "auto") ||
+		       gpu_provider_auto(why, sizeof(why)) == g->prov;
+	/* else a provider's name (the registry's) */
+	return gpu_provider_by_name(gpu) == g->prov;
 }
 
 /* gpu_dev_ids=auto for the threads beside td: thread number first + i */

@@ -24,12 +24,17 @@
 #include "target.h"
 #include "verify.h"
 
-static const char *const gpu_names[] = {
-	[DBR_GPU_AUTO] = "auto",
-	[DBR_GPU_CUDA] = "cuda",
-	[DBR_GPU_HIP] = "hip",
-	[DBR_GPU_HOST] = "host",
-};
+/* The provider gpu= names, NULL for auto (dbr_gpu_choice). */
+static const struct gpu_provider *gpu_named(const struct dbr_options *o)
+{
+	return o->gpu == DBR_GPU_AUTO ? NULL : gpu_provider_nth(o->gpu - 1);
+}
+
+/* gpu='s value as the job gave it: auto, or a provider's name */
+static const char *gpu_name(const struct dbr_options *o)
+{
+	return o->gpu == DBR_GPU_AUTO ? "auto" : gpu_named(o)->name;
+}
 
 /* gpu_cpus=auto for this thread, before fio allocates its buffers */
 void dbr_pin_cpus(struct thread_data *td, struct dbr_data *dd)
@@ -66,7 +71,7 @@ static int dbr_pick_auto(struct thread_data *td,
 	struct dbr_auto_ask ask = {
 		.prov		= prov,
 		.count		= count,
-		.gpu		= gpu_names[o->gpu],
+		.gpu		= gpu_name(o),
 		.cpus_auto	= o->gpu_cpus == DBR_CPUS_AUTO,
 	};
 	char line[1024];
@@ -112,10 +117,10 @@ int dbr_pick_provider(struct thread_data *td,
 				 prov->name, why);
 		why[0] = '\0';
 	} else
-		prov = gpu_provider_by_name(gpu_names[o->gpu]);
+		prov = gpu_named(o);
 	if (!prov) {
 		snprintf(msg, sizeof(msg), "gpu=%s: provider not compiled in; rebuild with ./configure --with-%s, or use gpu=host",
-			 gpu_names[o->gpu], gpu_names[o->gpu]);
+			 gpu_name(o), gpu_name(o));
 		return dbr_fail(td, ENOTSUP, "gpu provider", msg);
 	}
 	count = prov->probe(why, sizeof(why));
@@ -169,9 +174,9 @@ static int dbr_iommu_blocker(struct thread_data *td, char *why, size_t len)
 	unsigned int i;
 	int ret = 0;
 
-	if (o->gpu == DBR_GPU_HOST)
+	if (gpu_named(o) == &gpu_host_provider)
 		return 0;
-	snprintf(exporter, sizeof(exporter), "gpu=%s", gpu_names[o->gpu]);
+	snprintf(exporter, sizeof(exporter), "gpu=%s", gpu_name(o));
 	for_each_file(td, f, i) {
 		ret = dbr_iommu_check_file(dbr_sysfs_root(), f->file_name,
 					   exporter, true, o->p2p_iommu, why,

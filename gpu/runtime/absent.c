@@ -10,6 +10,8 @@
 #include "provider.h"
 
 #if !defined(DBR_HAVE_CUDA) || !defined(DBR_HAVE_HIP)
+#define ABSENT_HELP	"Not in this build (reconfigure with its --with-... switch)"
+
 static int absent_probe(char *why, size_t len)
 {
 	snprintf(why, len, "this build of dmabuf_uring has no such provider (reconfigure with its --with-... switch)");
@@ -20,6 +22,7 @@ static int absent_probe(char *why, size_t len)
 #ifndef DBR_HAVE_CUDA
 const struct gpu_provider gpu_cuda_provider = {
 	.name	= "cuda",
+	.help	= ABSENT_HELP,
 	.probe	= absent_probe,
 };
 #endif
@@ -27,6 +30,7 @@ const struct gpu_provider gpu_cuda_provider = {
 #ifndef DBR_HAVE_HIP
 const struct gpu_provider gpu_hip_provider = {
 	.name	= "hip",
+	.help	= ABSENT_HELP,
 	.probe	= absent_probe,
 };
 #endif

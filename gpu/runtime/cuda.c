@@ -895,6 +895,9 @@ static int cuda_dmabuf_ok(int dev, char *why, size_t len)
 
 const struct gpu_provider gpu_cuda_provider = {
 	.name		= "cuda",
+	.help		= "NVIDIA GPU memory (libcuda.so.1)",
+	.runtime	= "NVIDIA (libcuda.so.1)",
+	.export_needs	= "NVIDIA's open kernel modules and a GPU with CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED; else transfer=bounce",
 	.probe		= cuda_probe,
 	.alloc		= gpu_dev_alloc,
 	.export_dmabuf	= gpu_dev_export,

@@ -608,6 +608,9 @@ static int hip_dmabuf_ok(int dev, char *why, size_t len)
 
 const struct gpu_provider gpu_hip_provider = {
 	.name		= "hip",
+	.help		= "AMD GPU memory (libamdhip64.so)",
+	.runtime	= "ROCm (libamdhip64.so)",
+	.export_needs	= "ROCm >= 6 (hipMemGetHandleForAddressRange) with amdgpu; else transfer=bounce",
 	.probe		= hip_probe,
 	.alloc		= gpu_dev_alloc,
 	.export_dmabuf	= gpu_dev_export,

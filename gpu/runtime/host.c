@@ -161,6 +161,8 @@ static int host_dmabuf_ok(int dev, char *why, size_t len)
 
 const struct gpu_provider gpu_host_provider = {
 	.name		= "host",
+	.help		= "Host memory (memfd, /dev/udmabuf for p2p)",
+	.export_needs	= "modprobe udmabuf (a kernel with CONFIG_UDMABUF), or raise udmabuf.size_limit_mb",
 	.probe		= host_probe,
 	.alloc		= host_alloc,
 	.export_dmabuf	= host_export,

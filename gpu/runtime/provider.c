@@ -12,7 +12,11 @@
 
 #include "provider.h"
 
-/* Device providers are tried in this order by gpu=auto; host always works. */
+/*
+ * Every provider gpu= can name: device providers in the order gpu=auto
+ * tries them, host memory (which always works) last. A runtime left out at
+ * configure time is still here (absent.c), to say how to get it.
+ */
 static const struct gpu_provider *const providers[] = {
 	&gpu_cuda_provider,
 	&gpu_hip_provider,
@@ -20,6 +24,24 @@ static const struct gpu_provider *const providers[] = {
 };
 
 #define NR_PROVIDERS (sizeof(providers) / sizeof(providers[0]))
+
+const struct gpu_provider *gpu_provider_nth(unsigned int i)
+{
+	return i < NR_PROVIDERS ? providers[i] : NULL;
+}
+
+const char *gpu_provider_names(char *buf, size_t len, const char *sep,
+			       const char *last)
+{
+	size_t i, used = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < NR_PROVIDERS; i++)
+		used += snprintf(buf + used, used < len ? len - used : 0, "%s%s",
+				 !i ? "" : i + 1 < NR_PROVIDERS ? sep : last,
+				 providers[i]->name);
+	return buf;
+}
 
 const struct gpu_provider *gpu_provider_by_name(const char *name)
 {

@@ -103,6 +103,14 @@ struct gpu_buf {
 
 struct gpu_provider {
 	const char *name;
+	/*
+	 * For messages: what gpu=name gives (fio's option help), the driver
+	 * and runtime to install ("NVIDIA (libcuda.so.1)"; NULL: none, or not
+	 * in this build), and what a dma-buf export needs where it fails.
+	 */
+	const char *help;
+	const char *runtime;
+	const char *export_needs;
 	/* Number of usable devices, or a negative errno (runtime missing...). */
 	int (*probe)(char *why, size_t len);
 	/*
@@ -142,7 +150,19 @@ extern const struct gpu_provider gpu_host_provider;
 extern const struct gpu_provider gpu_cuda_provider;
 extern const struct gpu_provider gpu_hip_provider;
 
+/*
+ * The registry (provider.c): every provider gpu= can name, in the order
+ * gpu=auto tries them, host memory last. A runtime is added there.
+ */
+/* Provider i of the registry, NULL past the last. */
+const struct gpu_provider *gpu_provider_nth(unsigned int i);
 const struct gpu_provider *gpu_provider_by_name(const char *name);
+/*
+ * The registry's names into buf, separated by sep and the last two by last:
+ * "cuda|hip|host", "cuda, hip or host". Returns buf.
+ */
+const char *gpu_provider_names(char *buf, size_t len, const char *sep,
+			       const char *last);
 const struct gpu_provider *gpu_provider_auto(char *why, size_t len);
 
 /*

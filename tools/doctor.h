@@ -112,7 +112,7 @@ struct dd_facts {
 	int gpu_numa;
 
 	/* topology */
-	enum dbr_dist topo;		/* engine/topology.h's classes */
+	enum dbr_dist topo;		/* engine/core/topology.h's classes */
 	bool topo_na;			/* --gpu host: no peer device */
 	char topo_via[DD_BDF_LEN];	/* the closest common bridge */
 

@@ -273,7 +273,7 @@ static void check_max_sectors(const struct dd_report *rep, struct dd_result *r)
 
 /* ---- IOMMU and kernel config -------------------------------------------- */
 
-/* the verdict p2p jobs get (engine/iommu.c): a refusal fails here too */
+/* the verdict p2p jobs get (engine/core/iommu.c): a refusal fails here too */
 static void iommu_translated(const struct dd_report *rep, struct dd_result *r)
 {
 	const struct dd_facts *f = &rep->f;

@@ -17,9 +17,9 @@
  *  - An I/O comes back exactly once, and never while a copy on its bytes may
  *    still run: after a failed copy call the stream is drained first.
  *
- * Copies go to the pipeline's copy stream (gpu/stream.h, made at init over
- * the buffer's runtime calls; none for memory that needs no copies) in passes. A pass gathers the copies of every
- * I/O that needs one, writes as fio queues them and reads as the ring
+ * Copies go to the pipeline's copy stream (gpu/copy/stream.h, made at init
+ * over the buffer's runtime calls; none for memory that needs no copies) in
+ * passes. A pass gathers the copies of every I/O that needs one, writes as fio queues them and reads as the ring
  * finishes them, and goes to the runtime when it is full (half the depth, or
  * DBR_FENCE_BYTES) or when the engine is about to wait with no older pass
  * running; one that holds reads goes, too, as soon as no older pass runs:

@@ -7,8 +7,9 @@
  * session they ask for); sess_errors.c says why a session step failed;
  * stall.c arms stall_watchdog and says a stall; report.c says which path a
  * thread runs and what it did at its end; placement.c and peers.c plan
- * across the threads of the run. The fio-free units (ring, pipeline,
- * session, config, target, topology, results, gpu/) never include this.
+ * across the threads of the run. The fio-free units (engine/core/, gpu/)
+ * never include this: only the engine's library has engine/fio/ on its
+ * include path (Makefile.am), and tests/layout.sh checks the layers.
  */
 #ifndef DBR_FIO_H
 #define DBR_FIO_H

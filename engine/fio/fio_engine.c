@@ -6,18 +6,21 @@
  *   ioengine=external:/path/to/libdmabuf_uring.so
  *
  * This file holds the option table, the hooks and the ops table, and only
- * translates between fio and the fio-free units: session.c (a thread's ring,
- * buffer, pipeline and slot registrations), pipeline.c (the stages an I/O
- * passes: copies before, the ring, copies after), ring.c (the io_uring
- * side), config.c (an io_u's place in the registered pieces) and gpu/ (the
- * memory providers). The rest of the fio side sits beside it (dbr_fio.h):
- * settle.c settles a thread's settings at init, placement.c and peers.c
- * plan across the threads of the run, sess_errors.c says why a session step
- * failed, stall.c arms stall_watchdog and says a stall, report.c says which
- * path a thread runs and what it did at its end. It reads top to bottom
- * like the engine's life cycle: options, init, iomem_alloc, post_init,
- * open_file, queue, commit, getevents, event, close_file, iomem_free,
- * cleanup.
+ * translates between fio and the fio-free units of engine/core/: session.c
+ * (a thread's ring, buffer, pipeline and slot registrations), pipeline.c
+ * (the stages an I/O passes: copies before, the ring, copies after), ring.c
+ * (the io_uring side), config.c (an io_u's place in the registered pieces);
+ * and gpu/ (the memory providers in gpu/runtime/, their copy stream in
+ * gpu/copy/). The rest of fio's side sits beside it in engine/fio/
+ * (dbr_fio.h): settle.c settles a thread's settings at init, placement.c
+ * and peers.c plan across the threads of the run, sess_errors.c says why a
+ * session step failed, stall.c arms stall_watchdog and says a stall,
+ * report.c says which path a thread runs and what it did at its end. It
+ * reads top to bottom like the engine's life cycle: options, init,
+ * iomem_alloc and iomem_free, io_u_init, post_init, open_file,
+ * get_file_size and close_file, queue, commit, getevents, event, cleanup;
+ * then what runs when fio loads the engine (gpu='s values, the results
+ * table) and the ops table.
  */
 #include <errno.h>
 #include <stdio.h>

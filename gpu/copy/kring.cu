@@ -2,7 +2,7 @@
 /*
  * dbr_kring: the resident copy kernel (kring.h says why and how the host
  * side drives it). This file is the kernel's source; the engine loads the
- * PTX that gpu/kring-ptx makes of it (gpu/kring_ptx.h, committed, so no
+ * PTX that gpu/copy/kring-ptx makes of it (gpu/copy/kring_ptx.h, committed, so no
  * CUDA compiler is needed to build the engine; tests/gpu/kcopy_ptx.sh
  * checks the two agree where nvcc exists).
  *
@@ -389,7 +389,7 @@ static __device__ void read_rest(struct kring *r, struct round *w,
  * a pass whose copies may overlap an earlier one's (KPASS_ORDERED).
  */
 /*
- * Built with -DDBR_KRING_STATS (gpu/kring-ptx --stats, loaded through
+ * Built with -DDBR_KRING_STATS (gpu/copy/kring-ptx --stats, loaded through
  * $DBR_KRING_PTX), thread 0 sums what each round's phases took by the GPU's
  * clock and adds the sums to the ring's stats words when the kernel leaves
  * (GPU_KSTAT_* in kring.h): a diagnostic build, since the clock reads and

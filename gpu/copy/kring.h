@@ -88,7 +88,7 @@ struct gpu_kpass {
 
 /*
  * What the kernel's diagnostic build (kring.cu built with DBR_KRING_STATS:
- * gpu/kring-ptx --stats, loaded through $DBR_KRING_PTX) adds up in the
+ * gpu/copy/kring-ptx --stats, loaded through $DBR_KRING_PTX) adds up in the
  * ring's stats words when it leaves: rounds, the passes and descriptors
  * they took, and by the GPU's clock the time spent reading the rounds'
  * passes, copying, fencing and telling the host, and waiting for passes.

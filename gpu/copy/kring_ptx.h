@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The resident copy kernel, dbr_kring (kring.h), as PTX text: made by
- * gpu/kring-ptx from gpu/kring.cu, which is its source, with nvcc 13.0.88.
- * Do not edit: edit kring.cu and run gpu/kring-ptx.
+ * gpu/copy/kring-ptx from kring.cu, its source, with nvcc 13.0.88.
+ * Do not edit: edit kring.cu and run gpu/copy/kring-ptx.
  */
 #ifndef DBR_GPU_KRING_PTX_H
 #define DBR_GPU_KRING_PTX_H

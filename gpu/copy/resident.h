@@ -9,7 +9,7 @@
  * stream writes it into the host word for the copy calls, and a fence is
  * done once both are (gpu_resident_done).
  *
- * Internal to gpu/: the stream calls these only where s->kr.r is set
+ * Internal to gpu/copy/: the stream calls these only where s->kr.r is set
  * (gpu_resident_setup succeeded), except setup, free, idle and leave.
  */
 #ifndef DBR_GPU_RESIDENT_H

@@ -5,9 +5,9 @@
  * release of all of it in reverse order. A copy stream over the buffer
  * (gpu/copy/stream.h) is its user's, made after alloc and exited before
  * free. What differs between CUDA and HIP is the device part of their table
- * of calls (struct gpu_runtime, runtime.h): cuda.c and hip.c load their library, fill the table and keep their quirks
- * (allocation granularity, the device-ordinal check, the HSA export) inside
- * their calls; their providers point alloc, export_dmabuf and free here
+ * of calls (struct gpu_runtime, runtime.h): cuda.c and hip.c load their
+ * library, fill the table and keep their quirks (allocation granularity,
+ * the device-ordinal check, the HSA export) inside their calls; their providers point alloc, export_dmabuf and free here
  * and hand the table out as their rt.
  *
  * Functions return 0 or a negative errno and leave the runtime's words in

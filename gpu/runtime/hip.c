@@ -13,8 +13,8 @@
  * runtime calls: hipSetDevice on every entry point (the HIP runtime's
  * current device is per host thread), a hipMalloc allocation, a host shadow
  * of anonymous pages page-locked with hipHostRegister, and the shared copy
- * stream (gpu/copy/stream.c), with hipMemcpyBatchAsync where the runtime has it
- * (ROCm 7), found at run time.
+ * stream (gpu/copy/stream.c), with hipMemcpyBatchAsync where the runtime
+ * has it (ROCm 7), found at run time.
  *
  * Only exercised against the test double in tests/gpu/ (no AMD GPU here).
  */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Provider registry and the buffer life cycle shared by all providers.
+ * The provider registry (every provider gpu= can name), the buffer life
+ * cycle shared by all providers, and the clock and spin setting of the
+ * waits for copies.
  */
 #include <errno.h>
 #include <stdlib.h>

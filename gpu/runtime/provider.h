@@ -8,8 +8,9 @@
  * writes) and a device allocation of the same size, exports the device
  * allocation as a dma-buf on request, frees both, and tells a device's PCI
  * address. Copies between shadow and device are not the provider's: a device
- * provider hands out its runtime's table of calls (rt), over which a copy
- * stream (stream.h) runs; host memory is the device's and needs none.
+ * provider hands out its runtime's table of calls (rt, runtime.h), over which
+ * a copy stream (gpu/copy/stream.h) runs; host memory is the device's and
+ * needs none.
  *
  * Functions return 0 or a negative errno; a provider may leave a short
  * detail (the runtime's own error name) in buf->why for the top-level message.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * gpu_check: drive a memory provider the way the engine does, without fio:
- * through the engine's per-thread session (engine/session.h: ring, buffer,
+ * through the engine's per-thread session (engine/core/session.h: ring, buffer,
  * pipeline and its copy stream, the host slot).
  *
  *   gpu_check                 every provider compiled in: those whose runtime

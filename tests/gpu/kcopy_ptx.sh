@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The copy kernel's PTX (gpu/kcopy_ptx.h), as the engine hands it to the
+# The copy kernel's PTX (gpu/copy/kcopy_ptx.h), as the engine hands it to the
 # driver, through NVIDIA's PTX assembler for Ampere and Hopper, so a syntax
 # error never first shows on a GPU machine; a corrupted copy must fail.
 # ptxas: $PTXAS, else on PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The copy stream (gpu/stream.c) over a fake runtime table: what reaches
+ * The copy stream (gpu/copy/stream.c) over a fake runtime table: what reaches
  * the runtime's batch call, and that the bytes land where they should.
  * The fake's "device" is an array the size of the host shadow; a batch runs
  * its copies in reverse order (a batch may run in any order), and a copy

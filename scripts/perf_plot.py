@@ -141,6 +141,60 @@ def run_plot(agg, rats, title, reference="io_uring"):
     return {"title": title, "panels": panels}
 
 
+IMPL_NAMES = {"dbr": "dmabuf_uring", "dbr-host": "dmabuf_uring gpu=host",
+              "io_uring": "fio io_uring", "libcufile": "fio libcufile",
+              "libcufile-posix": "fio libcufile (posix)"}
+
+
+def _impl_name(case):
+    name = IMPL_NAMES.get(case["impl"], case["impl"])
+    return name + " " + case["transfer"] if case.get("transfer") else name
+
+
+def _target_name(target):
+    """A target as a storage engineer names it, not the run's scratch
+    paths: scripts/perf describes its scratch targets after a ': '."""
+    path, _, what = target.partition(": ")
+    if path.startswith("/dev/shm/"):
+        return "a file in /dev/shm"
+    if "loop device" in what:
+        return "%s (loop device over tmpfs)" % path
+    if "zram" in what:
+        return "%s (zram)" % path
+    return path
+
+
+def plot_title(agg, meta):
+    """What a run's plot shows: the paths side by side, the block sizes,
+    the target, the machine and the repetitions. The job files' names
+    label the rows; their paths say nothing here."""
+    paths = []
+    for a in agg.values():
+        name = _impl_name(a["case"])
+        if name not in paths:
+            paths.append(name)
+    sizes = sorted({_block_size(a) for a in agg.values()},
+                   key=lambda b: (b is None, b or 0))
+    what = "%s, %s" % (" vs ".join(paths) or "dmabuf_uring",
+                       ", ".join(_bs_name(b) for b in sizes))
+    if meta.get("target"):
+        what += " on " + _target_name(meta["target"])
+    machine = [m for m in (meta.get("gpu"),
+                           meta.get("cpus") and "%s CPUs" % meta["cpus"],
+                           meta.get("kernel") and "kernel " + meta["kernel"])
+               if m]
+    reps = meta.get("repetitions") or max([a["n"] for a in agg.values()]
+                                          or [0])
+    runtime = meta.get("runtime per case", "")
+    when = "%d repetition%s" % (reps, "s" if reps != 1 else "")
+    if runtime[:1].isdigit():
+        when += " of " + runtime
+    if meta.get("date"):
+        when += ", " + meta["date"][:10]
+    return "; ".join([what] + ([", ".join(machine)] if machine else []) +
+                     [when])
+
+
 def _fmt_iops(v):
     if v is None:
         return "-"

@@ -117,6 +117,9 @@ static int parse_args(int argc, char **argv, struct dd_opts *o, bool *done)
 		return usage_error("%s", "no device given");
 	if (optind + 1 < argc)
 		return usage_error("one device only, not also '%s'", argv[optind + 1]);
+	/* "" would run every check on no file and blame each of them */
+	if (!argv[optind][0])
+		return usage_error("%s", "an empty device path; name the NVMe namespace, e.g. /dev/nvme0n1");
 	o->target = argv[optind];
 	return 0;
 }

@@ -79,7 +79,7 @@ static bool is_host(const struct dd_facts *f)
 
 static void check_release(const struct dd_report *rep, struct dd_result *r)
 {
-	say(r, DD_OK, "Linux %s (no released kernel carries the io_uring dma-buf series yet; kernel.series tests for it)",
+	say(r, DD_OK, "Linux %s (kernel.series probes it for the io_uring dma-buf series)",
 	    rep->f.release);
 }
 

@@ -10,6 +10,7 @@
 #include <config.h>
 #include "doctor.h"
 #include "dbr_uapi.h"
+#include "results.h"
 
 /* ---- verdict ------------------------------------------------------------ */
 
@@ -64,18 +65,15 @@ struct jw {
 	bool comma[8];
 };
 
+/* the engine's escaping (results.h): a path of any bytes is valid UTF-8 */
 static void jw_string(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	char ch[DBR_JSON_CHAR_MAX];
 
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
+	putchar('"');
+	while (*s) {
+		dbr_json_char(&s, ch);
+		fputs(ch, stdout);
 	}
 	putchar('"');
 }

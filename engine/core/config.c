@@ -40,6 +40,17 @@ int dbr_check_job(const struct dbr_job *j, char *msg, size_t len)
 		snprintf(msg, len, "trim is not supported: this engine moves data between a device and GPU memory; use rw=read/write/randrw (or ioengine=io_uring for trim)");
 		return -EOPNOTSUPP;
 	}
+	/* fio would queue trims of verified blocks later, and abort on them */
+	if (j->trim_opt) {
+		snprintf(msg, len, "trim is not supported: this engine moves data between a device and GPU memory, and %s is for fio's trims of verified blocks; drop it (or use ioengine=io_uring for trim)",
+			 j->trim_opt);
+		return -EOPNOTSUPP;
+	}
+	if (j->iodepth > DBR_RING_MAX_ENTRIES) {
+		snprintf(msg, len, "iodepth=%u: an io_uring ring holds at most %u entries; set iodepth=%u or less (numjobs adds rings for more I/O in flight)",
+			 j->iodepth, DBR_RING_MAX_ENTRIES, DBR_RING_MAX_ENTRIES);
+		return -EINVAL;
+	}
 	if (j->transfer == DBR_XFER_P2P && !j->direct) {
 		snprintf(msg, len, "transfer=p2p needs direct=1: the kernel registers dma-bufs only for O_DIRECT block devices; set direct=1 (or transfer=bounce for buffered I/O)");
 		return -EINVAL;
@@ -254,25 +265,26 @@ int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count)
 }
 
 #define DBR_WATCHDOG_P2P_S	30
+#define DBR_WATCHDOG_MIN_US	1000LL
+#define DBR_WATCHDOG_MAX_US	(86400LL * 1000000)
 
-int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
-		       char *msg, size_t len)
+int dbr_pick_watchdog(bool set, long long us, bool p2p, uint64_t *ns,
+		      char *msg, size_t len)
 {
-	char *end;
-	long v;
-
-	if (!s || !*s) {
-		*secs = p2p ? DBR_WATCHDOG_P2P_S : 0;
+	if (!set) {
+		*ns = p2p ? DBR_WATCHDOG_P2P_S * 1000000000ULL : 0;
 		return 0;
 	}
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < 0 || v > 86400) {
-		snprintf(msg, len, "stall_watchdog=%s: expected seconds from 0 (off) to 86400",
-			 s);
+	if (us && (us < DBR_WATCHDOG_MIN_US || us > DBR_WATCHDOG_MAX_US)) {
+		/* the value as fio read it, in the unit that says it whole */
+		bool s = !(us % 1000000), ms = !(us % 1000);
+
+		snprintf(msg, len, "stall_watchdog: %lld %s (as fio reads the value) is out of range; want 0 (off), or 1 ms to 24 h in fio's time units (us, ms, s, m, h; a bare number is seconds), e.g. stall_watchdog=30s",
+			 s ? us / 1000000 : ms ? us / 1000 : us,
+			 s ? "s" : ms ? "ms" : "us");
 		return -EINVAL;
 	}
-	*secs = (unsigned int)v;
+	*ns = (uint64_t)us * 1000;
 	return 0;
 }
 
@@ -285,8 +297,20 @@ unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 		return opt;
 	if (!as_process || gpu_procs <= 1)
 		return GPU_KERNEL_RESIDENT;
-	*why = "gpu_kernel=auto: jobs run as processes, and a GPU time-slices between processes' kernels; thread=1 (or gpu_kernel=resident under MPS) keeps it resident";
+	*why = "gpu_kernel=auto: job processes with a GPU context each, which the GPU time-slices; thread=1, gpu_owner=auto (the default) or MPS keeps it resident";
 	return GPU_KERNEL_LAUNCH;
+}
+
+enum dbr_context dbr_context_of(unsigned int opt, bool as_process, bool device,
+				bool mps)
+{
+	if (!device)
+		return DBR_CTX_NONE;
+	if (!as_process || !opt)
+		return DBR_CTX_PROCESS;
+	if (opt == DBR_GPU_OWNER_AUTO && mps)
+		return DBR_CTX_MPS;
+	return DBR_CTX_OWNER;
 }
 
 bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,
@@ -387,16 +411,30 @@ static void add_reason(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The kernel comes first: on every released kernel that is the reason. */
+/* What the probe for the series found (dbr_probe_p2p), in dmabuf-doctor's words. */
+static void probe_reason(int probe, char *why, size_t len)
+{
+	if (probe == -EINVAL)
+		add_reason(why, len, "this kernel lacks the io_uring dma-buf series: the extended IORING_REGISTER_BUFFERS_UPDATE answered EINVAL");
+	else if (probe == -EOPNOTSUPP)
+		add_reason(why, len, "this kernel has the io_uring dma-buf series but not its config (CONFIG_DMABUF_TOKEN): the extended IORING_REGISTER_BUFFERS_UPDATE answered EOPNOTSUPP");
+	else
+		add_reason(why, len, "the probe for the io_uring dma-buf series failed: %s",
+			   strerror(-probe));
+}
+
+/* The kernel comes first: where it lacks the series, that is the reason. */
 int dbr_p2p_blockers(const struct dbr_p2p_facts *pf, char *why, size_t len)
 {
 	why[0] = '\0';
 	if (pf->probe < 0)
-		add_reason(why, len, "this kernel lacks the io_uring dma-buf series (the extended IORING_REGISTER_BUFFERS_UPDATE answered %s; no released kernel has it yet)",
-			   strerror(-pf->probe));
+		probe_reason(pf->probe, why, len);
 	if (!pf->direct)
 		add_reason(why, len, "direct=0 (dma-bufs are registered only for O_DIRECT block devices)");
-	if (pf->bad_file && pf->bad_created)
+	/* a name under /dev that did not exist is a mistyped device; any
+	 * other name is a file the job means, and only its kind matters */
+	if (pf->bad_file && pf->bad_created &&
+	    !strncmp(pf->bad_file, "/dev/", 5))
 		add_reason(why, len, "%s did not exist, so fio created a %llu KiB regular file by that name (check the name, e.g. ls /dev/nvme*n*, and delete that file)",
 			   pf->bad_file, (unsigned long long)(pf->bad_size >> 10));
 	else if (pf->bad_file)

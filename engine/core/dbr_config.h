@@ -32,7 +32,9 @@ struct dbr_job {
 	bool direct;
 	bool hipri;
 	bool does_trim;
+	const char *trim_opt;	/* a trim option set, as "name=value"; or NULL */
 	bool verify;
+	unsigned int iodepth;	/* the ring's entries */
 	size_t buf_bytes;	/* the thread's buffer area */
 	size_t max_bs;		/* the largest I/O: one registered piece holds it */
 	unsigned int nr_files;	/* files of the thread: p2p needs a slot each */
@@ -115,6 +117,27 @@ int dbr_parse_dev_ids(const char *s, int *ids, int max, char *msg, size_t len);
 unsigned int dbr_kernel_mode(unsigned int opt, bool as_process,
 			     unsigned int gpu_procs, const char **why);
 
+/* gpu_owner=auto: the option value beside 0 and 1 */
+#define DBR_GPU_OWNER_AUTO	2u
+
+/* Whose GPU context a thread's copies run in (gpu_owner). */
+enum dbr_context {
+	DBR_CTX_NONE,		/* host memory: no GPU context at all */
+	DBR_CTX_PROCESS,	/* the thread's process's: job threads share it */
+	DBR_CTX_OWNER,		/* the GPU owner's, for every job process (gpu/owner.h) */
+	DBR_CTX_MPS,		/* the job process's own, shared through MPS */
+};
+
+/*
+ * gpu_owner settled (opt: 0, 1 or DBR_GPU_OWNER_AUTO) for a thread that is
+ * a job process (as_process) of a GPU runtime (device; mps: an MPS server
+ * serves its GPU). A job process's own context gets the GPU in time slices
+ * with every other process's (without MPS), so job processes use the owner
+ * unless gpu_owner=0, or auto finds MPS serving the GPU.
+ */
+enum dbr_context dbr_context_of(unsigned int opt, bool as_process, bool device,
+				bool mps);
+
 /* gpu_watch_cq=auto: the option value beside 0 and 1 */
 #define DBR_WATCH_CQ_AUTO	2u
 
@@ -147,12 +170,14 @@ bool dbr_reads_to_kernel(unsigned int copy_mode, unsigned long long min_bs);
 int dbr_pick_dev(const int *ids, int n, unsigned int thread_idx);
 int dbr_missing_dev(const int *ids, int n, unsigned int nr_threads, int count);
 /*
- * stall_watchdog=N: seconds (0: off, at most a day); unset (NULL): 30 for
- * p2p, off for bounce, whose waits it would otherwise time. *secs gets it;
- * -EINVAL with a message for anything else.
+ * stall_watchdog as fio's time parser gave it (us: microseconds; set: the
+ * job gave it at all): 0 is off, else from 1 ms to a day; unset, 30 s for
+ * p2p and off for bounce, whose waits it would otherwise time. *ns gets it;
+ * -EINVAL with a message for anything else (fio reads an unknown unit as
+ * microseconds: "5x" lands under 1 ms, and is refused there).
  */
-int dbr_parse_watchdog(const char *s, bool p2p, unsigned int *secs,
-		       char *msg, size_t len);
+int dbr_pick_watchdog(bool set, long long us, bool p2p, uint64_t *ns,
+		      char *msg, size_t len);
 const char *dbr_buf_option(const struct dbr_buf_opts *b);
 int dbr_gpu_sync_on(const struct dbr_sync_job *j, char *msg, size_t len);
 const char *dbr_transfer_name(enum dbr_transfer t);

@@ -79,5 +79,7 @@ _Static_assert(sizeof(struct dbr_regbuf_desc) == 80, "regbuf_desc layout");
 #define DBR_SPLIT_GRAN		(2ULL << 20)
 /* slots in one ring's buffer table (the kernel's IORING_MAX_REG_BUFFERS) */
 #define DBR_MAX_REG_BUFFERS	(1U << 14)
+/* SQ entries of one ring (the kernel's IORING_MAX_ENTRIES; more is EINVAL) */
+#define DBR_RING_MAX_ENTRIES	(1U << 15)
 
 #endif

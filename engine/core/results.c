@@ -71,23 +71,75 @@ static void jcat(struct jbuf *j, const char *fmt, ...)
 		j->used += n;
 }
 
+/* a valid UTF-8 sequence's length at c (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF), or 0 where c starts none */
+static size_t utf8_seq(const unsigned char *c)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (*c < 0x80)
+		return 1;
+	if (*c >= 0xc2 && *c <= 0xdf)
+		n = 2;
+	else if (*c >= 0xe0 && *c <= 0xef)
+		n = 3;
+	else if (*c >= 0xf0 && *c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (*c == 0xe0)
+		lo = 0xa0;
+	else if (*c == 0xed)
+		hi = 0x9f;
+	else if (*c == 0xf0)
+		lo = 0x90;
+	else if (*c == 0xf4)
+		hi = 0x8f;
+	/* stops at the NUL too: it is no continuation byte */
+	for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+		if (c[i] < lo || c[i] > hi)
+			return 0;
+	return n;
+}
+
+size_t dbr_json_char(const char **s, char *out)
+{
+	const unsigned char *c = (const unsigned char *)*s;
+	size_t n = utf8_seq(c);
+
+	if (n == 1 && (*c == '"' || *c == '\\')) {
+		out[0] = '\\';
+		out[1] = (char)*c;
+		out[2] = '\0';
+		*s += 1;
+		return 2;
+	}
+	/* control characters, and bytes of no UTF-8 character as Latin-1 */
+	if (!n || *c < 0x20) {
+		snprintf(out, DBR_JSON_CHAR_MAX, "\\u%04x", *c);
+		*s += 1;
+		return 6;
+	}
+	memcpy(out, c, n);
+	out[n] = '\0';
+	*s += n;
+	return n;
+}
+
 /* "key": "s" with JSON's escapes; an empty s as null */
 static void jstr(struct jbuf *j, const char *key, const char *s)
 {
-	const unsigned char *c;
+	char ch[DBR_JSON_CHAR_MAX];
 
 	if (!s[0]) {
 		jcat(j, ",\"%s\":null", key);
 		return;
 	}
 	jcat(j, ",\"%s\":\"", key);
-	for (c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			jcat(j, "\\%c", *c);
-		else if (*c < 0x20)
-			jcat(j, "\\u%04x", *c);
-		else
-			jcat(j, "%c", *c);
+	while (*s) {
+		dbr_json_char(&s, ch);
+		jcat(j, "%s", ch);
 	}
 	jcat(j, "\"");
 }
@@ -172,19 +224,43 @@ bad:
 	return -EINVAL;
 }
 
+/*
+ * One write with O_APPEND: a whole line, never mixed with another's. A file
+ * system that fills up takes a part of it: the rest is tried, which says
+ * why (ENOSPC, where a bare short count would not), and failing that the
+ * part is cut off again, so the file holds whole lines only and the next
+ * record, once there is room, starts a line of its own.
+ */
 int dbr_result_append(int fd, const struct dbr_result *r, const char *run)
 {
 	char line[3072];
 	int len = dbr_result_json(r, run, line, sizeof(line));
-	ssize_t ret;
+	ssize_t ret, done;
+	off_t start;
+	int err, cut;
 
 	if (len < 0)
 		return len;
-	/* one write with O_APPEND: a whole line, never mixed with another's */
 	ret = write(fd, line, len);
+	if (ret == len)
+		return 0;
 	if (ret < 0)
 		return -errno;
-	return ret == len ? 0 : -EIO;
+	/* O_APPEND left this descriptor's offset at the part's end (a FIFO
+	 * has none: it takes a line this short whole) */
+	start = lseek(fd, 0, SEEK_CUR) - ret;
+	for (done = ret; done < len; done += ret) {
+		ret = write(fd, line + done, len - done);
+		if (ret <= 0)
+			goto err_cut;
+	}
+	return 0;
+err_cut:
+	err = ret < 0 ? -errno : -EIO;
+	/* a cut that fails as well changes nothing the caller can do */
+	cut = start >= 0 ? ftruncate(fd, start) : 0;
+	(void)cut;
+	return err;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -198,6 +274,7 @@ struct dbr_tally {
 	unsigned int done;	/* threads that ended */
 	bool said;		/* the last thread took the sums */
 	bool more;		/* a GPU and path that did not fit */
+	unsigned int once;	/* DBR_ONCE_* lines said in this run */
 	int nr;
 	struct dbr_gpu_sum sums[DBR_MAX_GPU_SUMS];
 };
@@ -230,6 +307,11 @@ int dbr_tally_map(void)
 	}
 	tally = t;
 	return 0;
+}
+
+bool dbr_tally_once(unsigned int bit)
+{
+	return !(__atomic_fetch_or(&tally->once, bit, __ATOMIC_RELAXED) & bit);
 }
 
 void dbr_tally_unmap(void)

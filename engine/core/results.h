@@ -108,6 +108,18 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 		    size_t len);
 
 /*
+ * One character of a string as JSON text, for every JSON string writer
+ * (records, dmabuf-doctor --json): out (DBR_JSON_CHAR_MAX bytes) gets it,
+ * NUL-terminated, and *s moves past it; the return is its length. Valid
+ * UTF-8 passes through whole; '"', '\\' and control characters are escaped;
+ * a byte of no valid UTF-8 character (a name in Latin-1, a stray 0xff)
+ * becomes \u00XX, the Latin-1 character of that byte, so the text is always
+ * valid UTF-8 JSON whatever bytes a name or path holds.
+ */
+#define DBR_JSON_CHAR_MAX	8
+size_t dbr_json_char(const char **s, char *out);
+
+/*
  * The job name into r, whole where it fits, else cut at the end of a UTF-8
  * character (so the record stays valid UTF-8).
  */
@@ -135,6 +147,13 @@ void dbr_tally_unmap(void);
  * run empties the table and records 'expected', the run's thread count.
  */
 void dbr_tally_join(long run, unsigned int expected);
+/*
+ * true for the first caller in the run to ask with this bit (one of
+ * DBR_ONCE_*), false for every later one: a line said once per run, not
+ * once per job process.
+ */
+#define DBR_ONCE_SLICED		1u	/* job processes in GPU time slices */
+bool dbr_tally_once(unsigned int bit);
 
 /* The run's id for records: "<pid>-<ms since the epoch at its first join>" */
 void dbr_tally_run_id(char *buf, size_t len);

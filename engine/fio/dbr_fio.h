@@ -67,7 +67,9 @@ struct dbr_options {
 	unsigned int gpu_copy;
 	unsigned int gpu_kernel;
 	unsigned int gpu_watch_cq;
-	char *watchdog;
+	unsigned int gpu_owner;
+	long long watchdog_us;	/* stall_watchdog, by fio's time parser */
+	unsigned int watchdog_set;
 	char *stats_file;
 	char *spin_us;
 	struct cmdprio_options cmdprio_options;	/* fio's cmdprio* options */
@@ -106,6 +108,7 @@ struct dbr_data {
 	uint64_t io_first_ns;	/* gpu_coarse_ns at the first commit (0: none) */
 	uint64_t io_last_ns;	/* and at the last getevents that reaped */
 	char cpus_said[200];	/* gpu_cpus=auto: where the thread runs */
+	enum dbr_context ctx;	/* whose GPU context its copies run in */
 };
 
 /*
@@ -221,11 +224,22 @@ int dbr_pick_path(struct thread_data *td, unsigned int *maps, bool *p2p);
 /* transfer=auto settled to p2p: bounce where the GPU cannot export */
 void dbr_auto_export(struct thread_data *td, const struct gpu_provider *prov,
 		     int dev, bool *p2p);
+/* threads of td's job on device dev, by gpu_dev_ids; 0: not known (auto) */
+unsigned int dbr_job_threads_on(struct thread_data *td, int dev);
 /* the provider gpu= names and the thread's device on it */
 int dbr_pick_provider(struct thread_data *td,
 		      const struct gpu_provider **provp, int *dev);
+/*
+ * gpu_owner settled into dd->ctx: for a job process of a GPU runtime, the
+ * GPU owner is reached (started where need be) and *provp becomes the
+ * provider that sends its calls there; where it cannot start, auto falls
+ * back to a context of the process's own and says so once per run.
+ */
+int dbr_pick_context(struct thread_data *td, struct dbr_data *dd,
+		     const struct gpu_provider **provp, int dev, bool p2p);
 /* gpu_kernel settled into b->kernel_mode (and b->kernel_why) */
-void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b);
+void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b,
+		     enum dbr_context ctx);
 /* gpu_watch_cq settled for the thread's buffer and path (dbr_watch_cq) */
 bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p);
 /* gpu_cpus=auto applied (never fails: dd->cpus_said says what it did) */

@@ -46,6 +46,23 @@ static int str_sqpoll_cpu_cb(void *data, unsigned long long *val)
 	return 0;
 }
 
+/*
+ * stall_watchdog: fio's time parser gives microseconds; given at all, it
+ * replaces the path's default. fio calls back once per part of "a-b" or
+ * "a,b" (its read,write pairs), so "-5" comes as -5 s and then 5 s: the
+ * negative is kept, for the refusal.
+ */
+static int str_watchdog_cb(void *data, long long *val)
+{
+	struct dbr_options *o = data;
+
+	if (o->watchdog_set && o->watchdog_us < 0)
+		return 0;
+	o->watchdog_us = *val;
+	o->watchdog_set = 1;
+	return 0;
+}
+
 static struct fio_option options[] = {
 	{
 		.name	= "gpu",
@@ -278,6 +295,24 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_IOURING,
 	},
 	{
+		.name	= "gpu_owner",
+		.lname	= "Whose GPU context job processes use",
+		.type	= FIO_OPT_STR,
+		.off1	= offsetof(struct dbr_options, gpu_owner),
+		.help	= "Job processes (no thread=1): run their GPU calls in one owner process per GPU and run, or each in a context of its own",
+		.def	= "auto",
+		.posval = {
+			  { .ival = "auto", .oval = DBR_GPU_OWNER_AUTO,
+			    .help = "The owner, except where MPS serves the GPU (then a context each, shared through MPS)" },
+			  { .ival = "1", .oval = 1,
+			    .help = "The owner; the job fails where it cannot start" },
+			  { .ival = "0", .oval = 0,
+			    .help = "A context in each job process: the GPU time-slices between them" },
+		},
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_IOURING,
+	},
+	{
 		.name	= "gpu_kernel",
 		.lname	= "How the copy kernel runs",
 		.type	= FIO_OPT_STR,
@@ -286,7 +321,7 @@ static struct fio_option options[] = {
 		.def	= "auto",
 		.posval = {
 			  { .ival = "auto", .oval = DBR_GPU_KERNEL_AUTO,
-			    .help = "resident, except where jobs run as processes beside one another (the GPU time-slices between processes): launch" },
+			    .help = "resident, except where job processes each have a context of their own beside one another (gpu_owner=0, no MPS: the GPU time-slices between them): launch" },
 			  { .ival = "resident", .oval = GPU_KERNEL_RESIDENT,
 			    .help = "One block per thread stays on the GPU and polls a ring in host memory: no runtime call per pass" },
 			  { .ival = "launch", .oval = GPU_KERNEL_LAUNCH,
@@ -316,9 +351,11 @@ static struct fio_option options[] = {
 	{
 		.name	= "stall_watchdog",
 		.lname	= "Stall watchdog",
-		.type	= FIO_OPT_STR_STORE,
-		.off1	= offsetof(struct dbr_options, watchdog),
-		.help	= "Seconds with I/O in flight and nothing completing before one line says which target stalled and where to look; 0: off (default: 30 for p2p, off for bounce)",
+		.type	= FIO_OPT_STR_VAL_TIME,
+		.cb	= str_watchdog_cb,
+		.is_seconds = 1,
+		.is_time = 1,
+		.help	= "Time with I/O in flight and nothing completing before one line says which target stalled and where to look (fio's time units; a bare number is seconds); 0: off (default: 30s for p2p, off for bounce)",
 		.category = FIO_OPT_C_ENGINE,
 		.group	= FIO_OPT_G_IOURING,
 	},
@@ -422,9 +459,11 @@ static int dbr_init(struct thread_data *td)
 		goto err;
 	if (o->transfer == DBR_XFER_AUTO && p2p)
 		dbr_auto_export(td, prov, dev, &p2p);
+	if (dbr_pick_context(td, dd, &prov, dev, p2p))
+		goto err;
 	gpu_buf_init(&dd->sess.buf, prov, dev, spin_ns);
 	dd->sess.buf.copy_mode = o->gpu_copy;
-	dbr_pick_kernel(td, &dd->sess.buf);
+	dbr_pick_kernel(td, &dd->sess.buf, dd->ctx);
 	dbr_pin_cpus(td, dd);
 	if (dbr_pick_sync(td, prov, &sync) ||
 	    dbr_open_session(td, dd, p2p, sync))

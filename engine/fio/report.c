@@ -16,6 +16,7 @@
 #include "dbr_uapi.h"
 #include "kcopy.h"
 #include "peers.h"
+#include "remote.h"
 #include "results.h"
 
 /* fio's main process, where it loaded the engine */
@@ -82,10 +83,32 @@ static void say_creds(const struct dbr_ring *r, char *buf, size_t len)
 		snprintf(buf, len, "thread_creds=shared");
 }
 
+/* whose GPU context the job's copies run in, for job processes (gpu_owner) */
+static void say_context(const struct thread_data *td,
+			const struct dbr_data *dd, char *buf, size_t len)
+{
+	switch (dd->ctx) {
+	case DBR_CTX_OWNER:
+		snprintf(buf, len, "; copies in the GPU owner's context (pid %ld, shared by the run's job processes)",
+			 gpu_remote_owner_pid());
+		break;
+	case DBR_CTX_MPS:
+		snprintf(buf, len, "; a context of its own, shared through MPS (gpu_owner=auto: MPS serves this GPU)");
+		break;
+	case DBR_CTX_PROCESS:
+		if (td->o.use_thread || dd->sess.p2p)
+			break;
+		snprintf(buf, len, "; a context of its own, which the GPU time-slices with other job processes'");
+		break;
+	default:
+		break;
+	}
+}
+
 void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_session *s = &dd->sess;
-	char flags[96], copies[320], creds[96];
+	char flags[96], copies[320], creds[96], ctx[160] = "";
 
 	if (!dbr_first_thread(td))
 		return;
@@ -97,7 +120,8 @@ void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 	say_creds(&s->ring, creds, sizeof(creds));
 	gpu_stream_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
 			   sizeof(copies));
-	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s), ring %s, %s%s%s",
+	say_context(td, dd, ctx, sizeof(ctx));
+	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s%s), ring %s, %s%s%s",
 		 td->o.name, s->buf.prov->name, s->buf.dev_id,
 		 s->p2p ? "p2p" : "bounce",
 		 s->sync && !s->buf.host_is_device ? " gpu_sync=1" : "",
@@ -107,7 +131,7 @@ void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 		 s->p2p ? (s->buf.export_kind[0] ? ": " : "") :
 		 s->buf.host_is_device ? "" : ": ",
 		 s->p2p ? s->buf.export_kind :
-		 s->buf.host_is_device ? "" : copies,
+		 s->buf.host_is_device ? "" : copies, ctx,
 		 flags, creds, dd->cpus_said[0] ? "; gpu_cpus=auto: " : "",
 		 dd->cpus_said);
 }

@@ -74,6 +74,38 @@ static void dbr_area_msg(struct thread_data *td, size_t total, unsigned int nr,
 			 gpu_buf_round(total) >> 20, area >> 20, nr, room);
 }
 
+/*
+ * Did the GPU run out of memory for the thread's buffer? The runtime's
+ * allocation call said so (its host registration saying ENOMEM is the
+ * locked-memory limit, which its own words name).
+ */
+static bool dbr_gpu_oom(const struct gpu_buf *b, int ret)
+{
+	static const char *const allocs[] = { "cuMemAlloc:", "hipMalloc:" };
+	size_t i;
+
+	if (ret != -ENOMEM)
+		return false;
+	for (i = 0; i < sizeof(allocs) / sizeof(allocs[0]); i++)
+		if (!strncmp(b->why, allocs[i], strlen(allocs[i])))
+			return true;
+	return false;
+}
+
+/* What the job asked of the GPU that had no room, and what to lower. */
+static void dbr_oom_msg(struct thread_data *td, const struct gpu_buf *b,
+			char *msg, size_t len)
+{
+	unsigned int n = dbr_job_threads_on(td, b->dev_id);
+
+	dbr_cat(msg, len, "; that is one thread's buffer (iodepth %u x max bs %llu KiB, plus fio's alignment, in 2 MiB units)",
+		td->o.iodepth, (unsigned long long)td_max_bs(td) >> 10);
+	if (n > 1)
+		dbr_cat(msg, len, ", and %u threads of this job use device %d: %zu MiB in all",
+			n, b->dev_id, n * (b->size >> 20));
+	dbr_cat(msg, len, "; lower iodepth, bs or numjobs, or spread the threads over more GPUs with gpu_dev_ids");
+}
+
 int dbr_alloc_failed(struct thread_data *td, const struct dbr_session *s,
 		     size_t total, enum dbr_sess_step step, int ret)
 {
@@ -94,6 +126,8 @@ int dbr_alloc_failed(struct thread_data *td, const struct dbr_session *s,
 	default:
 		snprintf(msg, sizeof(msg), "gpu=%s: allocating %zu MiB on device %d failed: %s",
 			 name, b->size >> 20, b->dev_id, why);
+		if (dbr_gpu_oom(b, ret))
+			dbr_oom_msg(td, b, msg, sizeof(msg));
 		return dbr_fail(td, -ret, "gpu alloc", msg);
 	}
 }
@@ -109,11 +143,10 @@ int dbr_start_failed(struct thread_data *td, const struct gpu_buf *b,
 			 ret == -ENOMEM ? " (locked-memory limit: raise ulimit -l or run as root)" : "");
 		return dbr_fail(td, -ret, "register buffer", msg);
 	}
-	if (ret == -ENOMEM || !b->why[0])
-		return dbr_fail(td, ENOMEM, "post_init", "out of memory");
-	snprintf(msg, sizeof(msg), "gpu=%s: a copy stream on device %d: %s",
-		 b->prov->name, b->dev_id, b->why);
-	return dbr_fail(td, EIO, "gpu stream", msg);
+	/* the runtime's call and words, whatever its errno (ENOMEM too) */
+	snprintf(msg, sizeof(msg), "gpu=%s: setting up the copy stream on device %d failed: %s",
+		 b->prov->name, b->dev_id, b->why[0] ? b->why : strerror(-ret));
+	return dbr_fail(td, -ret, "gpu stream", msg);
 }
 
 int dbr_upload_failed(struct thread_data *td, const struct gpu_buf *b,

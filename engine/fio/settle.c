@@ -20,6 +20,7 @@
 #include "iommu.h"
 #include "peers.h"
 #include "placement.h"
+#include "remote.h"
 #include "results.h"
 #include "target.h"
 #include "verify.h"
@@ -99,6 +100,22 @@ static unsigned int dbr_job_threads(struct thread_data *td)
 	while (t->subjob_number && i > 0)
 		t = tnumber_to_td(--i);
 	return t->o.numjobs ? t->o.numjobs : 1;
+}
+
+unsigned int dbr_job_threads_on(struct thread_data *td, int dev)
+{
+	struct dbr_options *o = td->eo;
+	unsigned int i, n = 0, threads = dbr_job_threads(td);
+	int ids[DBR_MAX_DEV_IDS], nr;
+	char quiet[8];
+
+	if (dbr_dev_ids_auto(o))
+		return 0;
+	nr = dbr_parse_dev_ids(o->gpu_dev_ids, ids, DBR_MAX_DEV_IDS, quiet,
+			       sizeof(quiet));
+	for (i = 0; nr > 0 && i < threads; i++)
+		n += dbr_pick_dev(ids, nr, i) == dev;
+	return n;
 }
 
 /* The provider gpu= names and the device of this thread on it. */
@@ -288,19 +305,43 @@ static unsigned int dbr_nr_files(struct thread_data *td)
 	return n ? n : 1;
 }
 
+/*
+ * A verify option that has fio trim blocks of a job that does not trim
+ * (fio queues those trims as the job writes, then asserts on them), as
+ * "name=value" into buf; NULL when none is set. trim_verify_zero means
+ * something only for such trims: set at all, it asks for them.
+ */
+static const char *dbr_trim_opt(struct thread_data *td, char *buf, size_t len)
+{
+	struct thread_options *to = &td->o;
+
+	if (to->trim_percentage)
+		snprintf(buf, len, "trim_percentage=%u", to->trim_percentage);
+	else if (to->trim_backlog)
+		snprintf(buf, len, "trim_backlog=%llu",
+			 (unsigned long long)to->trim_backlog);
+	else if (fio_option_is_set(to, trim_zero))
+		snprintf(buf, len, "trim_verify_zero=%u", to->trim_zero);
+	else
+		return NULL;
+	return buf;
+}
+
 /* The option checks for transfer path xfer (config.c); *maps: p2p
  * registrations on the thread's busiest device. */
 static int dbr_check(struct thread_data *td, enum dbr_transfer xfer,
 		     unsigned int *maps)
 {
 	struct dbr_options *o = td->eo;
-	char msg[384], cpus[128];
+	char msg[384], cpus[128], trim[48];
 	struct dbr_job j = {
 		.transfer	= xfer,
 		.direct		= td->o.odirect,
 		.hipri		= o->hipri,
 		.does_trim	= td_trim(td),
+		.trim_opt	= dbr_trim_opt(td, trim, sizeof(trim)),
 		.verify		= td->o.verify != VERIFY_NONE,
+		.iodepth	= td->o.iodepth,
 		.buf_bytes	= (size_t)td->o.iodepth * td_max_bs(td),
 		.max_bs		= td_max_bs(td),
 		.nr_files	= dbr_nr_files(td),
@@ -474,12 +515,15 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 {
 	struct dbr_options *o = td->eo;
 	unsigned int first, last, i, threads = 0;
+	/* the GPU owner's kernel would have to map this process's rings */
 	bool reads, can = !p2p && !b->host_is_device && b->prov && b->prov->rt &&
 		   b->prov->rt->kernel_start && b->kernel_mode == GPU_KERNEL_RESIDENT &&
-		   b->copy_mode != GPU_COPY_DMA;
+		   b->copy_mode != GPU_COPY_DMA && !gpu_remote_is(b->prov);
 
 	if (o->gpu_watch_cq == 1 && !can && dbr_first_thread(td))
-		dbr_info("%s: gpu_watch_cq=1: no resident copy kernel takes this job's copies (p2p, host memory, HIP, gpu_copy=dma or launches per pass): reads' copies go in passes",
+		dbr_info(b->host_is_device ?
+			 "%s: gpu_watch_cq=1 has no effect with gpu=host: reads land in fio's own buffers, so there is no copy to start from the CQ" :
+			 "%s: gpu_watch_cq=1: no resident copy kernel of this process takes this job's copies (p2p, HIP, gpu_copy=dma, launches per pass, or job processes through the GPU owner): reads' copies go in passes",
 			 td->o.name);
 	dbr_run_window(td, &first, &last);
 	for (i = first; i <= last && i < thread_number; i++)
@@ -491,11 +535,68 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 }
 
 /*
+ * Job processes that will share the GPU in time slices (their own
+ * contexts, no MPS): one line for the run, with the figure and the fixes.
+ */
+static void say_sliced(struct thread_data *td, const struct gpu_provider *prov,
+		       const char *cause)
+{
+	if (!dbr_tally_once(DBR_ONCE_SLICED))
+		return;
+	dbr_info("%s: job processes open a %s context each (%s), and the GPU runs one process's context at a time: expect 0.04-0.10x of fio's io_uring engine at 4-16 processes (H100); run the jobs with thread=1, leave gpu_owner=auto, or start MPS (nvidia-cuda-mps-control -d)",
+		 td->o.name, prov->name, cause);
+}
+
+/* The owner of this thread's GPU for the run, started where need be. */
+static int use_owner(struct thread_data *td, struct dbr_data *dd,
+		     const struct gpu_provider **provp, int dev)
+{
+	struct dbr_options *o = td->eo;
+	const struct gpu_provider *remote;
+	char why[400], msg[640];
+	int ret;
+
+	ret = gpu_remote_connect(*provp, dev, dbr_run_of(td), &remote, why,
+				 sizeof(why));
+	if (!ret) {
+		*provp = remote;
+		return 0;
+	}
+	if (o->gpu_owner == 1) {
+		snprintf(msg, sizeof(msg), "gpu_owner=1: the GPU owner of %s %d could not start: %s; set gpu_owner=0 (a context in each job process), or run the jobs with thread=1",
+			 (*provp)->name, dev, why);
+		return dbr_fail(td, -ret, "gpu_owner", msg);
+	}
+	dd->ctx = DBR_CTX_PROCESS;
+	snprintf(msg, sizeof(msg), "the GPU owner could not start: %s", why);
+	say_sliced(td, *provp, msg);
+	return 0;
+}
+
+int dbr_pick_context(struct thread_data *td, struct dbr_data *dd,
+		     const struct gpu_provider **provp, int dev, bool p2p)
+{
+	struct dbr_options *o = td->eo;
+	const struct gpu_provider *prov = *provp;
+	bool mps = prov->mps && prov->mps(dev) == 1;
+
+	/* p2p copies nothing: a context of its own costs the job no turn */
+	dd->ctx = dbr_context_of(p2p ? 0 : o->gpu_owner, !td->o.use_thread,
+				 prov->rt != NULL, mps);
+	if (dd->ctx == DBR_CTX_OWNER)
+		return use_owner(td, dd, provp, dev);
+	if (dd->ctx == DBR_CTX_PROCESS && !td->o.use_thread && !p2p)
+		say_sliced(td, prov, "gpu_owner=0");
+	return 0;
+}
+
+/*
  * gpu_kernel settled (dbr_kernel_mode): job processes of this engine that
  * may run beside td (its run window, itself included) share the GPU by
- * time slices.
+ * time slices, unless they share one context (the GPU owner's) or MPS.
  */
-void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b)
+void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b,
+		     enum dbr_context ctx)
 {
 	struct dbr_options *o = td->eo;
 	unsigned int first, last, i, procs = 0;
@@ -506,6 +607,8 @@ void dbr_pick_kernel(struct thread_data *td, struct gpu_buf *b)
 
 		procs += !t->o.use_thread && dbr_same_engine(t, td);
 	}
+	if (ctx == DBR_CTX_OWNER || ctx == DBR_CTX_MPS)
+		procs = 1;
 	b->kernel_mode = dbr_kernel_mode(o->gpu_kernel, !td->o.use_thread,
 					 procs, &b->kernel_why);
 }

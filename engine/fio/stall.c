@@ -57,19 +57,18 @@ static void dbr_on_stall(void *arg, uint64_t quiet_ns, unsigned int inflight)
 int dbr_arm_watchdog(struct thread_data *td, struct dbr_data *dd)
 {
 	struct dbr_options *o = td->eo;
-	unsigned int secs;
-	char msg[128];
+	uint64_t ns;
+	char msg[256];
 	int ret;
 
-	ret = dbr_parse_watchdog(o->watchdog, dd->sess.p2p, &secs, msg,
-				 sizeof(msg));
+	ret = dbr_pick_watchdog(o->watchdog_set, o->watchdog_us, dd->sess.p2p,
+				&ns, msg, sizeof(msg));
 	if (ret)
 		return dbr_fail(td, -ret, "stall_watchdog", msg);
-	if (!secs)
+	if (!ns)
 		return 0;
 	dd->td = td;
-	dbr_watch_init(&dd->watch, (uint64_t)secs * 1000000000ULL,
-		       dbr_on_stall, dd);
+	dbr_watch_init(&dd->watch, ns, dbr_on_stall, dd);
 	dd->sess.ring.watch = &dd->watch;
 	return 0;
 }

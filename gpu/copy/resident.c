@@ -25,7 +25,7 @@ static void resident_free(struct gpu_stream *s, void *r, uint64_t r_dev)
 	if (r_dev)
 		s->rt->unmap_host(r);
 	if (r)
-		munmap(r, gpu_kring_size());
+		gpu_host_pages_free(r, gpu_kring_size());
 	s->kstream = NULL;
 	s->rmod = NULL;
 	s->kr.r = NULL;
@@ -67,8 +67,7 @@ void gpu_resident_setup(struct gpu_buf *b, struct gpu_stream *s)
 	if (b->kernel_mode != GPU_KERNEL_RESIDENT || !s->rt->kernel_start ||
 	    !s->flag)
 		return;
-	r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
+	r = gpu_host_pages(len);
 	if (r == MAP_FAILED) {
 		snprintf(s->rwhy, sizeof(s->rwhy), "ring: %s", strerror(errno));
 		return;
@@ -186,14 +185,19 @@ static int resident_wait_room(struct gpu_buf *b, struct gpu_stream *s)
 {
 	uint64_t t0 = gpu_now_ns();
 	unsigned int polls = 0;
+	int ret;
 
 	while (!gpu_kring_room(&s->kr)) {
 		if (!gpu_poll_look(&polls))
 			continue;
 		if (gpu_past_deadline(b))
 			return -ETIMEDOUT;
-		if (gpu_now_ns() - t0 >= GPU_KRING_YIELD_NS)
-			gpu_nap(5000);
+		if (gpu_now_ns() - t0 < GPU_KRING_YIELD_NS)
+			continue;
+		ret = gpu_stream_alive(s);
+		if (ret < 0)
+			return ret;
+		gpu_nap(5000);
 	}
 	return 0;
 }

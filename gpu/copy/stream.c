@@ -28,13 +28,12 @@ static void flag_map(struct gpu_buf *b, struct gpu_stream *s)
 
 	if (!s->rt->map_host || !s->rt->write_value)
 		return;
-	p = mmap(NULL, page, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = gpu_host_pages(page);
 	if (p == MAP_FAILED)
 		return;
 	s->flag = p;
 	if (s->rt->map_host(b, p, page, &s->flag_dev) < 0) {
-		munmap(p, page);
+		gpu_host_pages_free(p, page);
 		s->flag = NULL;
 		s->flag_dev = 0;
 		b->why[0] = '\0';	/* not an error: events do the job */
@@ -46,7 +45,7 @@ static void flag_unmap(struct gpu_stream *s)
 	if (!s->flag)
 		return;
 	s->rt->unmap_host(s->flag);
-	munmap(s->flag, sysconf(_SC_PAGESIZE));
+	gpu_host_pages_free(s->flag, sysconf(_SC_PAGESIZE));
 	s->flag = NULL;
 	s->flag_dev = 0;
 }
@@ -724,6 +723,9 @@ static int wait_napping(struct gpu_stream *s, uint64_t ticket)
 			}
 			continue;
 		}
+		ret = gpu_stream_alive(s);
+		if (ret < 0)
+			return ret;
 		if (now - t0 < yield + 1000000) {
 			gpu_nap(20000);
 			continue;
@@ -772,7 +774,7 @@ int gpu_stream_drain(struct gpu_stream *s)
 	s->nr_queued = 0;
 	if (!ret)
 		ret = s->rt->stream_sync(b, s->stream);
-	while (!ret && !gpu_resident_idle(s))
+	while (!ret && !gpu_resident_idle(s) && !(ret = gpu_stream_alive(s)))
 		gpu_nap(20000);
 	if (!ret)
 		fence_done(s, s->issued);

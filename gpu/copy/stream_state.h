@@ -15,9 +15,9 @@
 
 #include "kring.h"
 #include "provider.h"
+#include "runtime.h"
 
 struct gpu_klaunch;
-struct gpu_runtime;
 
 struct gpu_stream {
 	struct gpu_buf *buf;	/* the buffer it copies within */
@@ -51,5 +51,14 @@ struct gpu_stream {
 	void *cq_mem;		/* a watched ring's memory, mapped (resident.h) */
 	struct gpu_stream_stats st;
 };
+
+/*
+ * 0, or why what is queued will never finish (struct gpu_runtime's alive):
+ * here, not in stream.c, as resident.c's waits ask it too.
+ */
+static inline int gpu_stream_alive(struct gpu_stream *s)
+{
+	return s->rt->alive ? s->rt->alive(s->buf) : 0;
+}
 
 #endif

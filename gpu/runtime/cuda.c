@@ -893,6 +893,28 @@ static int cuda_dmabuf_ok(int dev, char *why, size_t len)
 	return -EOPNOTSUPP;
 }
 
+/*
+ * Does an MPS server serve device dev (contexts made on it are shared
+ * through MPS, so job processes' kernels run together, not in turns)?
+ * CU_DEVICE_ATTRIBUTE_MPS_ENABLED (133, CUDA 12.4 on); a driver without it
+ * answers INVALID_VALUE: -ENOSYS, not known.
+ */
+#define DBR_CU_ATTR_MPS_ENABLED	((CUdevice_attribute)133)
+
+static int cuda_mps(int dev)
+{
+	CUdevice cudev;
+	CUresult r;
+	int on = 0;
+
+	if (cu_api_get(NULL, 0) < 0)
+		return -ENOSYS;
+	r = cu.DeviceGet(&cudev, dev);
+	if (r == CUDA_SUCCESS)
+		r = cu.DeviceGetAttribute(&on, DBR_CU_ATTR_MPS_ENABLED, cudev);
+	return r != CUDA_SUCCESS ? -ENOSYS : !!on;
+}
+
 const struct gpu_provider gpu_cuda_provider = {
 	.name		= "cuda",
 	.help		= "NVIDIA GPU memory (libcuda.so.1)",
@@ -905,5 +927,6 @@ const struct gpu_provider gpu_cuda_provider = {
 	.free		= gpu_dev_free,
 	.pci_addr	= cuda_pci_addr,
 	.dmabuf_ok	= cuda_dmabuf_ok,
+	.mps		= cuda_mps,
 	.rt		= &cuda_runtime,
 };

@@ -4,7 +4,9 @@
  * cycle shared by all providers, and the clock and spin setting of the
  * waits for copies.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #include <stdio.h>
@@ -133,12 +135,89 @@ void gpu_keep_abandoned(struct gpu_buf *b)
 	b->priv = NULL;
 }
 
+/* ---- host pages a runtime may page-lock ---- */
+
+bool gpu_host_shared;
+
+static struct { void *p; size_t len; int fd; } shared[8];
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Pages of a memfd, remembered with it so that it can be handed over. */
+static void *shared_pages(size_t len)
+{
+	unsigned int i;
+	void *p = MAP_FAILED;
+	int fd;
+
+	fd = memfd_create("dmabuf_uring-shared", MFD_CLOEXEC);
+	if (fd < 0)
+		return MAP_FAILED;
+	if (!ftruncate(fd, len))
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	pthread_mutex_lock(&shared_lock);
+	for (i = 0; p != MAP_FAILED && i < sizeof(shared) / sizeof(shared[0]); i++)
+		if (!shared[i].p) {
+			shared[i].p = p;
+			shared[i].len = len;
+			shared[i].fd = fd;
+			break;
+		}
+	pthread_mutex_unlock(&shared_lock);
+	if (p != MAP_FAILED && i < sizeof(shared) / sizeof(shared[0]))
+		return p;
+	if (p != MAP_FAILED)
+		munmap(p, len);
+	close(fd);
+	errno = ENOMEM;
+	return MAP_FAILED;
+}
+
+void *gpu_host_pages(size_t len)
+{
+	void *p;
+
+	if (gpu_host_shared)
+		return shared_pages(len);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p != MAP_FAILED && len >= (2u << 20))
+		/* fewer TLB misses for the DMA engine and the CPU alike */
+		madvise(p, len, MADV_HUGEPAGE);
+	return p;
+}
+
+void gpu_host_pages_free(void *p, size_t len)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&shared_lock);
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if (shared[i].p == p) {
+			close(shared[i].fd);
+			shared[i].p = NULL;
+		}
+	pthread_mutex_unlock(&shared_lock);
+	munmap(p, len);
+}
+
+int gpu_host_pages_fd(const void *p)
+{
+	unsigned int i;
+	int fd = -1;
+
+	pthread_mutex_lock(&shared_lock);
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if (shared[i].p == p)
+			fd = shared[i].fd;
+	pthread_mutex_unlock(&shared_lock);
+	return fd;
+}
+
 int gpu_shadow_map(struct gpu_buf *b)
 {
 	int ret;
 
-	b->host = mmap(NULL, b->size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	b->host = gpu_host_pages(b->size);
 	if (b->host == MAP_FAILED) {
 		ret = -errno;
 		b->host = NULL;
@@ -146,15 +225,13 @@ int gpu_shadow_map(struct gpu_buf *b)
 			 b->size >> 20, strerror(-ret));
 		return ret;
 	}
-	/* fewer TLB misses for the DMA engine and the CPU alike */
-	madvise(b->host, b->size, MADV_HUGEPAGE);
 	return 0;
 }
 
 void gpu_shadow_unmap(struct gpu_buf *b)
 {
 	if (b->host)
-		munmap(b->host, b->size);
+		gpu_host_pages_free(b->host, b->size);
 	b->host = NULL;
 }
 

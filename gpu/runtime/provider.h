@@ -143,6 +143,11 @@ struct gpu_provider {
 	 * in why. After probe; allocates nothing.
 	 */
 	int (*dmabuf_ok)(int dev, char *why, size_t len);
+	/*
+	 * Optional: 1 where an MPS server shares device dev between processes,
+	 * 0 where not, -ENOSYS where the runtime cannot say. After probe.
+	 */
+	int (*mps)(int dev);
 	/* the runtime's calls a copy stream runs over; NULL: no copies */
 	const struct gpu_runtime *rt;
 };
@@ -190,6 +195,18 @@ void gpu_keep_for_exit(void *p);
  */
 int gpu_shadow_map(struct gpu_buf *b);
 void gpu_shadow_unmap(struct gpu_buf *b);
+
+/*
+ * Host pages a runtime may page-lock (the shadow, fence words, the resident
+ * kernel's ring): anonymous memory, or where gpu_host_shared is set (the
+ * process's runtime is its GPU owner's, remote.h) pages of a memfd that
+ * gpu_host_pages_fd hands over. MAP_FAILED with errno on failure.
+ */
+extern bool gpu_host_shared;
+void *gpu_host_pages(size_t len);
+void gpu_host_pages_free(void *p, size_t len);
+/* The memfd behind pages gpu_host_pages gave while shared, else -1. */
+int gpu_host_pages_fd(const void *p);
 
 /*
  * Nanoseconds a wait for copies spins before it sleeps, < 0: no sleep; from

@@ -96,6 +96,13 @@ struct gpu_runtime {
 	 */
 	int (*kernel_start)(struct gpu_buf *b, void *stream, void *mod,
 			    uint64_t ring, uint64_t host, uint64_t dev);
+	/*
+	 * Optional (NULL: always): 0 while what was queued can still finish, a
+	 * negative errno (why in b->why) once it cannot: the GPU owner that runs
+	 * the calls went away or stopped on a failed one (remote.h). Asked
+	 * where a wait polls memory the GPU writes, which no call would end.
+	 */
+	int (*alive)(struct gpu_buf *b);
 };
 
 #endif

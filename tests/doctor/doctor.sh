@@ -97,6 +97,10 @@ expect_usage unknown-long --frobnicate /dev/null
 expect_usage unknown-short -x /dev/null
 expect_usage two-devices /dev/null /dev/zero
 expect_usage bad-p2p-iommu --p2p-iommu maybe /dev/null
+expect_usage empty-device --gpu host ''
+grep -q "^dmabuf-doctor: an empty device path" "$TMPD/empty-device.err" &&
+	pass "usage: an empty device path is named as such" ||
+	fail "usage: empty-device: $(head -n1 "$TMPD/empty-device.err")"
 doctor help --help
 if [ "$(rc_of help)" = 0 ] && grep -q '^usage: dmabuf-doctor' "$TMPD/help.out"; then
 	pass "usage: --help -> exit 0, usage on stdout"
@@ -110,6 +114,9 @@ doctor missing --gpu host /dev/dbr-doctor-no-such-device
 expect_not_ready missing "$kernel_re" '/dev/dbr-doctor-no-such-device: No such file or directory'
 check_line missing device.nvme skip 'not a block device'
 check_line missing kernel.io_uring ok 'io_uring works'
+check_line missing kernel.release ok "Linux $(uname -r) \\(kernel.series probes it"
+grep -q "released kernel" "$TMPD/missing.out" &&
+	fail "missing: a dated claim about released kernels"
 
 img=$TMPD/file.img
 truncate -s 8M "$img"
@@ -209,6 +216,24 @@ else
 fi
 
 # ---- JSON ---------------------------------------------------------------------------
+# a path that is not UTF-8 (byte 0xff): the JSON is still UTF-8, the byte
+# as U+00FF wherever the path appears (strict decode)
+latin1=$TMPD/img-$'\xff'
+truncate -s 8M "$latin1"
+doctor latin1-json --json --gpu host "$latin1"
+if out=$(python3 - "$TMPD/latin1-json.out" "$TMPD/img-" <<-'EOF' 2>&1
+	import json, sys
+	doc = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", errors="strict"))
+	path = doc["facts"]["device"]["path"]
+	assert path == sys.argv[2] + "\u00ff", ascii(path)
+	assert any("\u00ff" in c["reason"] for c in doc["checks"]), "no reason names the path"
+	print(ascii(path))
+	EOF
+); then
+	pass "json: a 0xff byte in the path as U+00FF: $out"
+else
+	fail "json: latin1-json: $(tail -n1 <<<"$out")"
+fi
 doctor file-json --json --gpu host "$img"
 json_cases=(file-json)
 [ -f "$TMPD/loop-json.out" ] && json_cases+=(loop-json)

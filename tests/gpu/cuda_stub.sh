@@ -85,6 +85,34 @@ LD_LIBRARY_PATH=$stub run_ok bounce-verify-through-stub --name=cuda --filename="
 	--size=16m --bs=64k --iodepth=16 --rw=randwrite --gpu=cuda --transfer=bounce \
 	--verify=crc32c --verify_fatal=1 --direct=1 --thread
 
+# job processes through the GPU owner (gpu/owner.c): the copy kernel's
+# module text goes to the owner, which loads it and launches it per pass on
+# the shared staging pages (the stub refuses the resident kernel), with
+# 4 KiB writes verified through the stub's "device" memory
+: >"$log"
+LD_LIBRARY_PATH=$stub CUDASTUB_LOG=$log run_ok processes-through-owner --name=cuda \
+	--filename="$f" --size=8m --bs=4k --iodepth=8 --rw=randwrite --gpu=cuda \
+	--transfer=bounce --verify=crc32c --verify_fatal=1 --direct=1 --numjobs=2 \
+	--offset_increment=8m
+if grep -q "copies in the GPU owner's context" "$TMPD/processes-through-owner.out" &&
+	grep -q '^module load dbr_kcopy' "$log" && grep -q '^launch slot=' "$log"; then
+	pass "processes-through-owner: the owner loaded the copy kernel and launched it ($(grep -c '^launch' "$log") launches)"
+else
+	fail "processes-through-owner: no owner or no kernel launches: $(grep -m1 'gpu=cuda dev=' "$TMPD/processes-through-owner.out")"
+fi
+# the copy kernel's module loaded once for the device, for both job
+# processes (the runtime keeps a module per text), and the resident
+# kernel's text loaded as its own module, not taken for the copy kernel's
+# (the owner once held both texts at one address); the stub refuses to
+# start the resident kernel, so each process may load and drop it
+loads=$(grep '^module load' "$log" | sort | uniq -c | awk '{ printf "%s:%s ", $4, $1 }')
+case $loads in
+"dbr_kcopy:1 dbr_kring:"[12]" ")
+	pass "processes-through-owner: module loads $loads" ;;
+*)	fail "processes-through-owner: module loads $loads, want dbr_kcopy:1 and dbr_kring:1 or 2" ;;
+esac
+
+
 # DBR_KRING_PTX (the resident kernel's diagnostic build, gpu-proof rounds)
 # naming a file that is not there, or one that is not the kernel's PTX: the
 # job runs, launching the copy kernel per pass, and its line says why

@@ -54,4 +54,32 @@ for delay in 0 5; do
 	done
 done
 
+# One I/O at a time (iodepth 1): each copy must go to the runtime as soon
+# as its I/O needs it (a read when it completes, a write when fio queues
+# it), one call a copy: a copy held for a pass that no second I/O will ever
+# fill would wait for nothing. 2000 I/O each way, fast and slow copies,
+# through job threads and through the GPU owner (job processes).
+qd1() {
+	local name=$1 out=$TMPD/$1.out
+	shift
+	dbr_fio --name="$name" --filename="$target" --size=64m --bs=4k \
+		--iodepth=1 --direct=1 --gpu=hip --transfer=bounce --number_ios=2000 \
+		"$@" >"$out" 2>&1 || { show_failure "$out" >&2; return; }
+	sed -n 's/.* thread 0: .* \([0-9]*\) GPU copies in \([0-9]*\) runtime calls.*/\1 \2/p' "$out"
+}
+for delay in 0 5; do
+	for rw in randread randwrite; do
+		for mode in --thread --gpu_owner=1; do
+			r=$(HIPDOUBLE_DELAY_US=$delay qd1 "qd1-$rw-$delay${mode#--}" --rw="$rw" "$mode")
+			what="$rw 4k qd1 ($mode), copies of $delay us"
+			# the buffer's first fill is one copy of its own, then one a read
+			if [ -n "$r" ] && set -- $r && [ "$1" -eq "$2" ] && [ "$1" -ge 2000 ]; then
+				pass "$what: each of $1 copies sent on its own"
+			else
+				fail "$what: '${r:-no end-of-job line}' (want as many runtime calls as copies, >= 2000)"
+			fi
+		done
+	done
+done
+
 finish

@@ -70,7 +70,7 @@ run_ok randread-gpu-watch-cq --name=w --filename="$f" --size=4m --gpu=hip \
 	--transfer=bounce --direct=1 --rw=randread --bs=4k --iodepth=16 --thread \
 	--numjobs=2 --gpu_watch_cq=1
 out=$TMPD/randread-gpu-watch-cq.out
-[ "$(grep -c 'gpu_watch_cq=1: no resident copy kernel takes this job' "$out")" -eq 1 ] &&
+[ "$(grep -c 'gpu_watch_cq=1: no resident copy kernel of this process takes this job' "$out")" -eq 1 ] &&
 	grep -q 'ring SINGLE_ISSUER|DEFER_TASKRUN' "$out" &&
 	! grep -q "reads copied by the resident kernel" "$out" &&
 	pass "gpu_watch_cq=1 on HIP: said once, reads' copies in passes, the ring unchanged" ||
@@ -164,20 +164,29 @@ grep -q " dev0=2 dev1=2" "$HIPDOUBLE_REPORT" && pass "2 threads' memory on each 
 	fail "allocations per device: $(cat "$HIPDOUBLE_REPORT")"
 no_leaks two-devices-4-threads
 
-# fork mode: every job process loads the runtime on its own, and leaves
-# through _exit: its report must still arrive, and show a leak
+# fork mode with gpu_owner=0: every job process loads the runtime on its
+# own, and leaves through _exit: its report must still arrive, and show a
+# leak (through the GPU owner, the default: tests/gpu/hip_owner.sh)
 run_ok processes-2 --name=p "${per_job[@]}" --rw=randwrite --bs=16k --iodepth=8 \
-	--numjobs=2
+	--numjobs=2 --gpu_owner=0
 n=$(hip_report "$HIPDOUBLE_REPORT" | wc -l)
 [ "$n" -eq 2 ] && pass "processes-2: both job processes reported" ||
 	fail "processes-2: $n job processes reported, want 2"
 no_leaks processes-2
 HIPDOUBLE_LEAK=free run_ok processes-2-leak --name=p "${per_job[@]}" --rw=randwrite \
-	--bs=16k --iodepth=8 --numjobs=2
+	--bs=16k --iodepth=8 --numjobs=2 --gpu_owner=0
 left=$(left_behind)
 [ "$(echo "$left" | grep -c 'live_allocs=1 ')" -eq 2 ] &&
 	pass "a leak injected in fork mode (hipFree frees nothing) is caught in both processes" ||
 	fail "an injected leak in fork mode went unseen: ${left:-nothing left behind}"
+: >"$HIPDOUBLE_REPORT"
+# the same through the GPU owner: its one report holds both processes' memory
+HIPDOUBLE_LEAK=free run_ok processes-2-leak-owner --name=p "${per_job[@]}" \
+	--rw=randwrite --bs=16k --iodepth=8 --numjobs=2
+left=$(left_behind)
+[ "$(echo "$left" | grep -c 'live_allocs=2 ')" -eq 1 ] &&
+	pass "the same leak through the GPU owner is caught in its one report" ||
+	fail "a leak through the GPU owner went unseen: ${left:-nothing left behind}"
 : >"$HIPDOUBLE_REPORT"
 
 if [ "$(id -u)" -eq 0 ] && dev=$(loop_dev 32M); then
@@ -210,13 +219,27 @@ else
 fi
 HIPDOUBLE_DEVICES=0 run_refused no-device "gpu=hip: the HIP runtime sees no AMD GPU.*use gpu=host" \
 	"${base[@]}"
+# the GPU out of memory: the call, and what the job asked and what to lower
 HIPDOUBLE_FAIL=malloc run_refused alloc-failure \
-	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipMalloc: hipErrorOutOfMemory" "${base[@]}"
+	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipMalloc: hipErrorOutOfMemory; that is one thread's buffer \(iodepth 4 x max bs 4 KiB.*; lower iodepth, bs or numjobs, or spread the threads over more GPUs with gpu_dev_ids" \
+	"${base[@]}"
+HIPDOUBLE_FAIL=malloc HIPDOUBLE_DEVICES=2 run_refused alloc-failure-numjobs \
+	"hipMalloc: hipErrorOutOfMemory; .*, and 2 threads of this job use device [01]: 4 MiB in all; lower iodepth" \
+	"${base[@]}" --numjobs=4 --gpu_dev_ids=0:1
 n=$(grep -c '^dmabuf_uring: ' "$TMPD/alloc-failure.out")
 [ "$n" -eq 1 ] && pass "alloc-failure: one dmabuf_uring line" ||
 	fail "alloc-failure: $n dmabuf_uring lines, want one"
 HIPDOUBLE_FAIL=hostregister run_refused hostregister-failure \
 	"gpu=hip: allocating [0-9]+ MiB on device 0 failed: hipHostRegister of the host buffer" "${base[@]}"
+grep -q "lower iodepth" "$TMPD/hostregister-failure.out" &&
+	fail "hostregister-failure: the locked-memory limit blamed on the GPU's memory"
+# the copy stream's calls failing with ENOMEM keep their words
+HIPDOUBLE_FAIL=stream run_refused stream-failure \
+	"gpu=hip: setting up the copy stream on device 0 failed: hipStreamCreateWithFlags: hipErrorOutOfMemory" \
+	"${base[@]}"
+HIPDOUBLE_FAIL=event run_refused event-failure \
+	"gpu=hip: setting up the copy stream on device 0 failed: hipEventCreateWithFlags: hipErrorOutOfMemory" \
+	"${base[@]}"
 no_leaks failures
 LD_LIBRARY_PATH= run_refused no-runtime \
 	"gpu=hip: libamdhip64\.so not found: install ROCm's HIP runtime.*use gpu=host" "${base[@]}"

@@ -51,6 +51,22 @@ static void test_check_job(void)
 	j.does_trim = true;
 	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EOPNOTSUPP &&
 	      strstr(msg, "trim"), "trim is refused: %s", msg);
+	/* verify's trims (trim_percentage & co.): the same refusal, naming it */
+	j = good_job();
+	j.trim_opt = "trim_percentage=50";
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EOPNOTSUPP &&
+	      strstr(msg, "trim is not supported: ") == msg &&
+	      strstr(msg, "trim_percentage=50 is for fio's trims of verified blocks; drop it"),
+	      "trim_percentage is refused as trim is: %s", msg);
+
+	/* more entries than a ring takes: named before io_uring_setup's EINVAL */
+	j = good_job();
+	j.iodepth = DBR_RING_MAX_ENTRIES;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == 0, "iodepth=32768 passes");
+	j.iodepth = 65536;
+	CHECK(dbr_check_job(&j, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "iodepth=65536: an io_uring ring holds at most 32768 entries; set iodepth=32768 or less"),
+	      "iodepth=65536 is refused with the ring's limit: %s", msg);
 
 	j = good_job();
 	j.buf_bytes = 2 * DBR_REGBUF_MAX_BYTES;
@@ -188,24 +204,32 @@ static void test_split_warning(void)
 	      "limit unknown: no line");
 }
 
+/* stall_watchdog, as fio's time parser gives it (microseconds) */
 static void test_watchdog_opt(void)
 {
-	unsigned int secs = 99;
-	char msg[256];
+	uint64_t ns = 99;
+	char msg[320];
 
-	CHECK(dbr_parse_watchdog(NULL, true, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 30, "unset, p2p: 30 s (%u)", secs);
-	CHECK(dbr_parse_watchdog(NULL, false, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 0, "unset, bounce: off (%u)", secs);
-	CHECK(dbr_parse_watchdog("5", false, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 5, "5 on bounce: 5 s");
-	CHECK(dbr_parse_watchdog("0", true, &secs, msg, sizeof(msg)) == 0 &&
-	      secs == 0, "0 on p2p: off");
-	CHECK(dbr_parse_watchdog("-1", true, &secs, msg, sizeof(msg)) == -EINVAL &&
-	      strstr(msg, "stall_watchdog=-1: expected seconds from 0 (off) to 86400"),
-	      "-1 refused: %s", msg);
-	CHECK(dbr_parse_watchdog("10s", true, &secs, msg, sizeof(msg)) == -EINVAL,
-	      "10s refused");
+	CHECK(dbr_pick_watchdog(false, 0, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 30000000000ULL, "unset, p2p: 30 s (%llu ns)", (unsigned long long)ns);
+	CHECK(dbr_pick_watchdog(false, 0, false, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 0, "unset, bounce: off");
+	CHECK(dbr_pick_watchdog(true, 5000000, false, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 5000000000ULL, "5 s on bounce: 5 s");
+	CHECK(dbr_pick_watchdog(true, 0, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 0, "0 on p2p: off");
+	CHECK(dbr_pick_watchdog(true, 1500, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 1500000, "1500 us: 1.5 ms");
+	CHECK(dbr_pick_watchdog(true, 86400LL * 1000000, true, &ns, msg, sizeof(msg)) == 0 &&
+	      ns == 86400000000000ULL, "a day: the most");
+	CHECK(dbr_pick_watchdog(true, -5000000, true, &ns, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog: -5 s (as fio reads the value) is out of range; want 0 (off), or 1 ms to 24 h in fio's time units"),
+	      "-5 s refused: %s", msg);
+	/* "5x": fio reads an unknown unit as microseconds */
+	CHECK(dbr_pick_watchdog(true, 5, true, &ns, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog: 5 us (as fio reads"), "5 us refused: %s", msg);
+	CHECK(dbr_pick_watchdog(true, 90000LL * 1000000, true, &ns, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "stall_watchdog: 90000 s (as fio"), "over a day refused: %s", msg);
 }
 
 static void test_busiest_dev(void)
@@ -355,7 +379,8 @@ static void test_transfer(void)
 	x = DBR_XFER_AUTO;
 	ret = dbr_settle_transfer(&all, &x, why, sizeof(why));
 	CHECK(ret == ENOTSUP && x == DBR_XFER_BOUNCE &&
-	      strstr(why, "this kernel lacks the io_uring dma-buf series") == why &&
+	      strstr(why, "this kernel lacks the io_uring dma-buf series: the extended IORING_REGISTER_BUFFERS_UPDATE answered EINVAL") == why &&
+	      !strstr(why, "released") &&
 	      strstr(why, "; and direct=0") &&
 	      strstr(why, "; and /dev/loop3 is a loop device"),
 	      "auto without the series -> bounce, every reason, kernel first: %s", why);
@@ -367,6 +392,14 @@ static void test_transfer(void)
 	dbr_settle_transfer(&all, &x, why, sizeof(why));
 	CHECK(strstr(why, "/dev/nvme9n9 did not exist, so fio created a 4096 KiB regular file by that name (check the name") &&
 	      !strstr(why, "not a block device"), "a file fio created is named as such: %s", why);
+	/* a new file elsewhere is one the job means: only what it is */
+	all.bad_file = "/mnt/scratch/data.bin";
+	all.bad_kind = "not a block device";
+	dbr_settle_transfer(&all, &x, why, sizeof(why));
+	CHECK(!strstr(why, "did not exist") &&
+	      strstr(why, "/mnt/scratch/data.bin is not a block device (only nvme-pci namespaces"),
+	      "a file fio created outside /dev is not called a mistyped name: %s", why);
+	all.bad_kind = "a loop device";
 	all.bad_file = "/dev/loop3";
 	all.bad_created = false;
 	all.probe = 0;
@@ -438,6 +471,27 @@ static void test_kernel_mode(void)
 	      "auto, two job processes: a launch per pass, and why: %s", why ? why : "(none)");
 }
 
+/* gpu_owner: job processes of a GPU runtime go to the owner, unless 0 or MPS under auto */
+static void test_context(void)
+{
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, true, false, false) == DBR_CTX_NONE &&
+	      dbr_context_of(1, true, false, true) == DBR_CTX_NONE,
+	      "host memory: no context, whatever asked");
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, false, true, false) == DBR_CTX_PROCESS &&
+	      dbr_context_of(1, false, true, false) == DBR_CTX_PROCESS,
+	      "job threads: the process's own context (one context already)");
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, true, true, false) == DBR_CTX_OWNER &&
+	      dbr_context_of(1, true, true, false) == DBR_CTX_OWNER,
+	      "job processes, no MPS: the owner");
+	CHECK(dbr_context_of(DBR_GPU_OWNER_AUTO, true, true, true) == DBR_CTX_MPS,
+	      "job processes under MPS, auto: a context each, shared through MPS");
+	CHECK(dbr_context_of(1, true, true, true) == DBR_CTX_OWNER,
+	      "gpu_owner=1 under MPS: the owner still");
+	CHECK(dbr_context_of(0, true, true, false) == DBR_CTX_PROCESS &&
+	      dbr_context_of(0, true, true, true) == DBR_CTX_PROCESS,
+	      "gpu_owner=0: the process's own context");
+}
+
 /* gpu_watch_cq: 0 and 1 kept where the kernel can watch; auto by reads and threads against CPUs */
 static void test_watch_cq(void)
 {
@@ -486,5 +540,6 @@ int main(void)
 	test_gpu_sync();
 	test_spin_us();
 	test_kernel_mode();
+	test_context();
 	return check_done("test_config");
 }

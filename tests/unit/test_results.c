@@ -9,8 +9,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +108,40 @@ static void test_json(void)
 	len = dbr_result_json(&r, "1-2", buf, sizeof(buf));
 	CHECK(len > 0 && strstr(buf, "\"io_start_ms\":5000.250,\"io_end_ms\":6000.500}"),
 	      "the I/O window in CLOCK_MONOTONIC milliseconds: %s", buf);
+}
+
+/* JSON of any bytes: valid UTF-8 whole, every other byte as \u00XX */
+static void test_json_utf8(void)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "a\xff" "b", "a\\u00ffb" },
+		{ "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80" },
+		/* a character cut short, then an ASCII byte */
+		{ "\xe2\x82" "x", "\\u00e2\\u0082x" },
+		/* overlong NUL, a surrogate, past U+10FFFF, a lone continuation */
+		{ "\xc0\x80", "\\u00c0\\u0080" },
+		{ "\xed\xa0\x80", "\\u00ed\\u00a0\\u0080" },
+		{ "\xf4\x90\x80\x80", "\\u00f4\\u0090\\u0080\\u0080" },
+		{ "\x80", "\\u0080" },
+		/* a character cut by the string's end */
+		{ "\xc3", "\\u00c3" },
+		{ "\"\\\x01\x7f", "\\\"\\\\\\u0001\x7f" },
+	};
+	char out[64], ch[DBR_JSON_CHAR_MAX];
+	const char *s;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		out[0] = '\0';
+		for (s = cases[i].in; *s;) {
+			n = dbr_json_char(&s, ch);
+			CHECK(n == strlen(ch) && n < DBR_JSON_CHAR_MAX,
+			      "case %zu: one character's text, %zu bytes", i, n);
+			strcat(out, ch);
+		}
+		CHECK(!strcmp(out, cases[i].want), "case %zu: '%s', want '%s'",
+		      i, out, cases[i].want);
+	}
 }
 
 /* The last of nr processes to end gets the sums: it exits 10, others 0. */
@@ -315,10 +352,49 @@ static void test_append(void)
 	      count_fds(), before);
 }
 
+/*
+ * A record the file cannot take whole (here a file size limit that cuts
+ * the write short, as a full file system does): the real errno, and the
+ * file as it was, so the next record starts a line of its own.
+ */
+static void test_append_cut(void)
+{
+	char path[] = "/tmp/dbr-results-XXXXXX";
+	struct dbr_result r = result_on(0, 0);
+	struct stat st;
+	int fd, status = -1;
+	pid_t pid;
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, "{}\n", 3) == 3, "a file with one line");
+	close(fd);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { .rlim_cur = 103, .rlim_max = RLIM_INFINITY };
+		int out = dbr_results_open(path), ret;
+
+		/* past the limit: EFBIG, not the signal that kills */
+		signal(SIGXFSZ, SIG_IGN);
+		if (out < 0 || setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			_exit(2);
+		ret = dbr_result_append(out, &r, "1-1");
+		_exit(ret == -EFBIG ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "a write cut short: its errno, EFBIG (status %d)", status);
+	CHECK(stat(path, &st) == 0 && st.st_size == 3,
+	      "and no part of the record left in the file (%lld bytes, 3 before)",
+	      (long long)st.st_size);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_job_name();
 	test_json();
+	test_json_utf8();
+	test_append_cut();
 	CHECK(dbr_tally_map() == 0, "the shared table maps");
 	test_tally_processes();
 	test_new_run();

@@ -1,0 +1,104 @@
+# shellcheck shell=bash
+# scripts/gpu-proof procs (one GPU): fio's default mode, job processes (no
+# `thread`), against fio's io_uring engine on host memory: 4k randread and
+# randwrite at iodepth 32 and 1 MiB sequential reads at iodepth 16, 4 and 16
+# processes, on /dev/zram0 and /dev/shm, ours and fio's engine alternating
+# (scripts/perf, PROCS_REPEAT repetitions, median and minimum of the
+# per-repetition ratios); without MPS, then with an MPS server (PROCS_MPS=0
+# skips it); 4k reads as job threads beside them, and fio's libcufile
+# engine (cuda_io=posix, threads as its examples run it) once per case.
+#   PROCS_TARGETS (zram shm), PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
+#   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1).
+# Sourced by scripts/gpu-proof, which has built fio and the engine.
+
+# procs_job NAME NJ [OFFSET]: jobs/NAME.fio as job processes (its `thread`
+# dropped), for NJ of them, from byte OFFSET where given
+procs_job() {
+	local f=$W/jobs/$1-$2p.fio at=()
+
+	[ "${3:-0}" != 0 ] && at=(-e "/^\[global\]/a offset=$3")
+	mkdir -p "$W/jobs"
+	sed -e "s/\${DBR_NUMJOBS}/$2/" -e "s/^\[$1\]/[$1-$2p]/" -e '/^thread$/d' \
+		"${at[@]}" "$top/jobs/$1.fio" >"$f"
+	echo "$f"
+}
+
+# procs_cases TARGET TAG: the matrix on TARGET (bounce_target's variables)
+procs_cases() {
+	local t=$1 tag=$2 nj jobs4k=() jobs1m=() share sets=() kv impl
+
+	for kv in ${PROCS_SET:-}; do sets+=(--set "$kv"); done
+	impl=dbr,io_uring
+	[ "${HAVE_CUFILE:-0}" = 1 ] && [ "$tag" = nomps ] && impl=dbr,io_uring,libcufile-posix
+	for nj in ${PROCS_NJ:-4 16}; do
+		jobs4k+=("$(procs_job bounce-randread-4k "$nj")"
+			 "$(procs_job bounce-randwrite-4k "$nj" "$WRITE_AT")")
+		jobs1m+=("$(procs_job bounce-seqread-1m "$nj")")
+	done
+	DBR_GPU=cuda perf_run "procs-$t-4k-$tag" --transfer bounce \
+		--repeat "${PROCS_REPEAT:-3}" --runtime "$RUNTIME" "${sets[@]}" \
+		--target "$DEV" --size "$READ_SPAN" "${DEV_ARGS[@]}" --impl "$impl" \
+		--jobs "$(IFS=,; echo "${jobs4k[*]}")"
+	share=$((READ_SPAN / 16 >> 20 << 20))
+	DBR_GPU=cuda perf_run "procs-$t-1m-$tag" --transfer bounce \
+		--repeat "${PROCS_REPEAT:-3}" --runtime "$RUNTIME" "${sets[@]}" \
+		--target "$DEV" --size "$share" --set offset_increment="$share" \
+		"${DEV_ARGS[@]}" --impl dbr,io_uring \
+		--jobs "$(IFS=,; echo "${jobs1m[*]}")"
+}
+
+# the path lines of one run: how the job processes' copies ran
+procs_lines() {
+	grep -h "^dmabuf_uring: .*gpu=cuda" "$W/perf-$1"/runs/*.out 2>/dev/null |
+		sed 's/^dmabuf_uring: //' | sort | uniq -c | head -6 | tee -a "$summary"
+}
+
+mps_start() {
+	command -v nvidia-cuda-mps-control >/dev/null || return 1
+	nvidia-cuda-mps-control -d || return 1
+	sleep 1
+}
+
+mps_stop() {
+	echo quit | nvidia-cuda-mps-control 2>/dev/null
+	sleep 1
+}
+
+# verify through GPU memory from 8 job processes: randrw, bssplit 4k-1m,
+# crc32c, each process its own share of TARGET's read span
+procs_verify() {
+	local share=$((READ_SPAN / 8 >> 20 << 20)) out=$RUNS/procs-verify-$1.out sets=() kv
+
+	for kv in ${PROCS_SET:-}; do sets+=("--$kv"); done
+	x dbr --name=pv --filename="$DEV" --size="$((share > 512 << 20 ? 512 << 20 : share))" \
+		--offset_increment="$share" --gpu=cuda --transfer=bounce --direct=1 \
+		--rw=randrw --bssplit=4k/50:64k/30:1m/20 --iodepth=32 --numjobs=8 \
+		--verify=crc32c --verify_fatal=1 "${sets[@]}" >"$out" 2>&1
+	note "procs verify $1: 8 job processes, randrw bssplit 4k/64k/1m crc32c: exit $?, $(grep -c 'err= 0' "$out") of 8 err=0; $(grep -o "copies in the GPU owner's context[^)]*)" "$out" | head -1)"
+}
+
+proof_procs() {
+	local t
+
+	section "job processes (no thread) vs fio io_uring on host memory"
+	for t in ${PROCS_TARGETS:-zram shm}; do
+		bounce_target "$t" || continue
+		section "procs $t, no MPS"
+		procs_verify "$t"
+		procs_cases "$t" nomps
+		procs_lines "procs-$t-4k-nomps"
+		if [ "${PROCS_MPS:-1}" = 1 ] && mps_start; then
+			section "procs $t, MPS"
+			procs_cases "$t" mps
+			procs_lines "procs-$t-4k-mps"
+			mps_stop
+		fi
+		section "procs $t: owners left behind (none expected)"
+		if pgrep -a dbr-gpu-owner >"$W/owners-left"; then
+			note "owners left: $(cat "$W/owners-left")"
+		else
+			note "owners left: none"
+		fi
+	done
+	rm -f /dev/shm/dbr-bounce.bin
+}

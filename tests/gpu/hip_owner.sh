@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# The GPU owner (gpu_owner, gpu/owner.h) through the HIP double: job
+# processes of one run send their GPU calls to one dbr-gpu-owner process,
+# which alone calls the runtime (the double's report lines come from its pid
+# only) and releases everything; data written through GPU memory verifies;
+# the owner leaves with the run; job threads keep their process's context;
+# gpu_owner=0 and an owner that cannot start are said once per run; an
+# owner killed mid-run stops the jobs with its line within seconds; a job
+# process killed has what it held freed at once while the others go on;
+# fio killed takes its owner and job processes with it.
+. "$(dirname "$0")/../lib.sh"
+
+use_hip_double
+[ -x "$BUILDDIR/dbr-gpu-owner" ] || die "dbr-gpu-owner not built in $BUILDDIR"
+
+f=$(scratch_file)
+truncate -s 64M "$f"
+job=(--name=o --filename="$f" --direct=1 --gpu=hip --transfer=bounce --bs=4k)
+
+# owner_pid FILE: the owner's pid from the job's path line
+owner_pid() {
+	sed -n "s/.*the GPU owner's context (pid \([0-9]*\),.*/\1/p" "$1" | head -1
+}
+
+# gone PID [SECONDS]: the process ended (a zombie counts as ended) in time
+gone() {
+	local i
+	for ((i = 0; i < ${2:-3} * 10; i++)); do
+		[ -d "/proc/$1" ] || return 0
+		grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# 1. four job processes, randrw with crc32c verify through GPU memory
+out=$TMPD/procs.out
+if dbr_fio "${job[@]}" --rw=randrw --verify=crc32c --iodepth=8 --numjobs=4 \
+	--size=16m --offset_increment=16m >"$out" 2>&1 && ! grep -q "err= *[1-9]" "$out"; then
+	pass "4 job processes verify through the owner"
+else
+	fail "4 job processes verify through the owner"
+	show_failure "$out"
+fi
+p=$(owner_pid "$out")
+if [ -n "$p" ]; then
+	pass "the path line names the owner (pid $p)"
+else
+	fail "no owner in the path line: $(grep -m1 '^dmabuf_uring: o: gpu=' "$out")"
+fi
+# the double reports at each release, from the process that calls it
+pids=$(hip_report "$HIPDOUBLE_REPORT" | awk '{ print $1 }' | sort -u | tr '\n' ' ')
+if [ -n "$p" ] && [ "$pids" = "pid=$p " ]; then
+	pass "only the owner called the runtime ($pids)"
+else
+	fail "runtime calls from $pids, want the owner's pid=$p alone"
+fi
+last=$(hip_report "$HIPDOUBLE_REPORT" | grep "^pid=$p ")
+if echo "$last" | grep -q 'live_allocs=0 live_streams=0 live_events=0 live_host_regs=0 ' &&
+	echo "$last" | grep -q 'unpinned_copies=0 '; then
+	pass "the owner released every job process's memory, streams and events"
+else
+	fail "the owner's last report: $last"
+fi
+if [ -n "$p" ] && gone "$p" 3; then
+	pass "the owner left with the run"
+else
+	fail "owner $p still runs 3 s after fio"
+fi
+
+# 2. job threads: the process's own context, no owner
+out=$TMPD/threads.out
+: >"$HIPDOUBLE_REPORT"
+run_ok "threads" "${job[@]}" --rw=randread --iodepth=4 --numjobs=2 \
+	--size=8m --thread
+if grep -q "GPU owner" "$out"; then
+	fail "job threads went to an owner: $(grep -m1 'GPU owner' "$out")"
+else
+	pass "job threads keep their process's context"
+fi
+
+# 3. gpu_owner=0: a context per process, said once for the run
+out=$TMPD/own.out
+run_ok "own" "${job[@]}" --rw=randread --iodepth=4 --numjobs=3 --size=8m \
+	--gpu_owner=0 --name=o2 "${job[@]:1}" --rw=randread --iodepth=4 \
+	--numjobs=2 --size=8m --gpu_owner=0
+n=$(grep -c "job processes open a hip context each (gpu_owner=0)" "$out")
+if [ "$n" -eq 1 ] && grep -q "a context of its own, which the GPU time-slices" "$out"; then
+	pass "gpu_owner=0 is said once for the run's 5 processes"
+else
+	fail "gpu_owner=0: the time-slice line $n times, want 1"
+	show_failure "$out"
+fi
+
+# 4. an owner that cannot start: auto falls back and says so; 1 refuses
+out=$TMPD/nostart.out
+DBR_GPU_OWNER=$TMPD/no-such-owner run_ok "nostart" "${job[@]}" --rw=randread \
+	--iodepth=4 --numjobs=2 --size=8m
+if [ "$(grep -c 'the GPU owner could not start' "$out")" -eq 1 ]; then
+	pass "gpu_owner=auto without an owner runs, and says why once"
+else
+	fail "gpu_owner=auto without an owner: $(grep -m1 '^dmabuf_uring' "$out")"
+fi
+DBR_GPU_OWNER=$TMPD/no-such-owner run_refused "owner=1 without an owner" \
+	"gpu_owner=1: the GPU owner of hip 0 could not start: .*could not start" \
+	"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m --gpu_owner=1
+
+# 5. the owner killed mid-run: the jobs stop with its line within seconds
+out=$TMPD/killed.out
+HIPDOUBLE_DELAY_US=200 dbr_fio "${job[@]}" --rw=randread --iodepth=8 \
+	--numjobs=2 --size=16m --time_based --runtime=60 >"$out" 2>&1 &
+fio_pid=$!
+p=
+for ((i = 0; i < 100; i++)); do
+	[ -z "$p" ] || break
+	sleep 0.1
+	for o in $(pgrep -x dbr-gpu-owner); do
+		run=$(tr '\0' ' ' <"/proc/$o/cmdline" 2>/dev/null | awk '{ print $4 }')
+		[ -n "$run" ] && tr '\0' ' ' <"/proc/$run/cmdline" 2>/dev/null |
+			grep -qF "$f" && p=$o
+	done
+done
+if [ -z "$p" ]; then
+	fail "no owner found for the long job"
+	kill "$fio_pid" 2>/dev/null
+	wait "$fio_pid"
+else
+	sleep 1
+	kill -9 "$p"
+	t0=$SECONDS
+	for ((i = 0; i < 150; i++)); do
+		kill -0 "$fio_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$fio_pid" 2>/dev/null; then
+		fail "fio still runs 15 s after its owner was killed"
+		pkill -9 -f "$f"
+		wait "$fio_pid"
+	else
+		rc=0
+		wait "$fio_pid" || rc=$?
+		if [ "$rc" -ne 0 ] && grep -q "GPU owner process (pid $p) of hip 0 went away" "$out"; then
+			pass "owner killed: fio stopped in $((SECONDS - t0)) s, exit $rc, with the owner's line"
+		else
+			fail "owner killed: exit $rc, line: $(grep -m1 'went away' "$out")"
+			show_failure "$out"
+		fi
+	fi
+fi
+
+# owner_of FILE: the owner serving the fio run that has FILE on its command
+# line (its arguments: PROVIDER DEV RUN)
+owner_of() {
+	local o run
+	for o in $(pgrep -x dbr-gpu-owner); do
+		run=$(tr '\0' ' ' <"/proc/$o/cmdline" 2>/dev/null | awk '{ print $4 }')
+		[ -n "$run" ] && tr '\0' ' ' <"/proc/$run/cmdline" 2>/dev/null |
+			grep -qF "$1" && echo "$o"
+	done
+}
+
+# 6. a job process killed: the owner releases what it held for that one
+# at once and serves the others on (fio 3.33 itself aborts at its end when a
+# job process died so, whatever the engine)
+g=$TMPD/kill-job.bin
+truncate -s 16M "$g"
+: >"$HIPDOUBLE_REPORT"
+dbr_fio "${job[@]}" --filename="$g" --rw=randread --iodepth=8 --numjobs=3 \
+	--size=16m --time_based --runtime=5 >"$TMPD/kill-job.out" 2>&1 &
+sh_pid=$!
+for ((i = 0; i < 100; i++)); do
+	o=$(owner_of "$g")
+	[ -n "$o" ] && break
+	sleep 0.1
+done
+main=$(pgrep -f -o -- "--filename=$g")
+kids=$(pgrep -P "$main" | tr '\n' ' ')
+if [ -z "$o" ] || [ -z "$kids" ]; then
+	fail "a job process killed: no owner or job process found"
+else
+	sleep 1
+	kill -9 "${kids%% *}"
+	for ((i = 0; i < 30; i++)); do
+		grep -q "^pid=$o live_allocs=2 .* at=hipFree" "$HIPDOUBLE_REPORT" && break
+		sleep 0.1
+	done
+	if grep -q "^pid=$o live_allocs=2 .* at=hipFree" "$HIPDOUBLE_REPORT" &&
+		[ -d "/proc/$o" ]; then
+		pass "a job process killed: the owner freed its memory and serves the other two"
+	else
+		fail "a job process killed: the owner's report: $(grep "^pid=$o " "$HIPDOUBLE_REPORT" | tail -1)"
+	fi
+fi
+wait "$sh_pid" 2>/dev/null
+
+# 7. fio killed: the owner and the job processes are gone within seconds
+h=$TMPD/kill-fio.bin
+truncate -s 16M "$h"
+dbr_fio "${job[@]}" --filename="$h" --rw=randread --iodepth=8 --numjobs=2 \
+	--size=16m --time_based --runtime=60 >"$TMPD/kill-fio.out" 2>&1 &
+sh_pid=$!
+for ((i = 0; i < 100; i++)); do
+	o=$(owner_of "$h")
+	[ -n "$o" ] && break
+	sleep 0.1
+done
+main=$(pgrep -f -o -- "--filename=$h")
+kids=$(pgrep -P "$main")
+if [ -z "$o" ] || [ -z "$main" ]; then
+	fail "fio killed: no owner or fio found"
+else
+	sleep 1
+	kill -9 "$main"
+	left=
+	for p in $o $kids; do gone "$p" 10 || left="$left $p"; done
+	[ -z "$left" ] && pass "fio killed: its owner and job processes are gone" ||
+		fail "fio killed: still running:$left"
+fi
+wait "$sh_pid" 2>/dev/null
+
+finish

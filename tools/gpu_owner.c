@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dbr-gpu-owner PROVIDER DEV RUN: the GPU owner of one device for one fio
+ * run (gpu/runtime/owner.h). A job process of the engine starts it where none
+ * answers yet; it takes the job processes' connections on an abstract
+ * socket named after RUN (fio's backend process), PROVIDER and DEV, serves
+ * each on a thread of its own, and leaves when RUN ends, or a second after
+ * its last job process left (none came: 30 s after its start). Its exit
+ * gives the GPU memory and context back, whatever it was doing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+
+#include "owner.h"
+#include "provider.h"
+#include "stream.h"
+
+/* How long the owner stays with no job process, after one and before any. */
+#define LINGER_NS	1000000000ull
+#define FIRST_NS	30000000000ull
+
+static const struct gpu_provider *prov;
+static int dev_id;
+static unsigned int live;
+static uint64_t last_change;
+
+static void *serve(void *arg)
+{
+	int sock = (int)(intptr_t)arg;
+
+	gpu_owner_serve(sock, prov->rt, prov, dev_id);
+	__atomic_store_n(&last_change, gpu_now_ns(), __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&live, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int listen_on(long run, const char *name_of_prov)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char name[100];
+	int fd, n;
+
+	n = gpu_owner_name(name, sizeof(name), run, name_of_prov, dev_id);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	memcpy(a.sun_path + 1, name, n);
+	/* the name is the lock: a second owner started beside this one leaves */
+	if (bind(fd, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
+	    listen(fd, 64) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A job process of this user (or root) gets a thread of its own. */
+static void take(int lfd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	pthread_attr_t attr;
+	pthread_t t;
+	int fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+	    (cr.uid != getuid() && cr.uid != 0)) {
+		close(fd);
+		return;
+	}
+	__atomic_add_fetch(&live, 1, __ATOMIC_ACQUIRE);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, serve, (void *)(intptr_t)fd)) {
+		__atomic_sub_fetch(&live, 1, __ATOMIC_RELEASE);
+		close(fd);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* fio's process RUN, as a pollable fd (-1: poll it by kill(2) instead). */
+static int watch_run(long run)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, (pid_t)run, 0);
+#else
+	(void)run;
+	return -1;
+#endif
+}
+
+static bool time_to_go(uint64_t start, bool served)
+{
+	uint64_t now = gpu_now_ns();
+
+	if (__atomic_load_n(&live, __ATOMIC_ACQUIRE))
+		return false;
+	if (!served)
+		return now - start > FIRST_NS;
+	return now - __atomic_load_n(&last_change, __ATOMIC_RELAXED) > LINGER_NS;
+}
+
+int main(int argc, char **argv)
+{
+	struct pollfd pfd[2];
+	uint64_t start = gpu_now_ns();
+	bool served = false;
+	long run;
+	int lfd;
+
+	if (argc != 4 || !(prov = gpu_provider_by_name(argv[1])) || !prov->rt) {
+		fprintf(stderr, "usage: %s cuda|hip DEVICE FIO-PID (started by the dmabuf_uring engine)\n",
+			argv[0]);
+		return 2;
+	}
+	dev_id = atoi(argv[2]);
+	run = atol(argv[3]);
+	signal(SIGPIPE, SIG_IGN);
+	lfd = listen_on(run, argv[1]);
+	if (lfd < 0)
+		return errno == EADDRINUSE ? 0 : 1;
+	pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = watch_run(run), .events = POLLIN };
+	while (!(pfd[1].fd < 0 && kill((pid_t)run, 0) < 0 && errno == ESRCH)) {
+		if (poll(pfd, 2, 100) > 0) {
+			if (pfd[1].revents)
+				break;		/* fio's process ended */
+			if (pfd[0].revents & POLLIN) {
+				take(lfd);
+				served = true;
+			}
+		}
+		if (time_to_go(start, served))
+			break;
+	}
+	/* job processes still connected find the socket closed: they stop */
+	_exit(0);
+}

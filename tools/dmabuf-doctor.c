@@ -19,26 +19,35 @@
 #define DD_EXIT_NOT_READY	1
 #define DD_EXIT_USAGE		2
 
-static const char usage_line[] =
-	"usage: dmabuf-doctor [--json] [--gpu auto|cuda|hip|host] [--gpu-dev N] [--p2p-iommu refuse|allow] /dev/nvmeXnY";
+/* the usage line, --gpu's values from the provider registry */
+static const char *usage_line(void)
+{
+	static char line[256];
+	char names[96];
+
+	snprintf(line, sizeof(line), "usage: dmabuf-doctor [--json] [--gpu auto|%s] [--gpu-dev N] [--p2p-iommu refuse|allow] /dev/nvmeXnY",
+		 gpu_provider_names(names, sizeof(names), "|", "|"));
+	return line;
+}
 
 static int usage_error(const char *fmt, const char *arg)
 {
 	fputs("dmabuf-doctor: ", stderr);
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s\n", usage_line);
+	fprintf(stderr, "\n%s\n", usage_line());
 	return DD_EXIT_USAGE;
 }
 
-static bool valid_gpu(const char *name)
+/* --gpu: auto, or a provider's name */
+static int check_gpu(const char *name)
 {
-	static const char *const names[] = { "auto", "cuda", "hip", "host" };
-	size_t i;
+	char names[96], msg[256];
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return true;
-	return false;
+	if (!strcmp(name, "auto") || gpu_provider_by_name(name))
+		return 0;
+	snprintf(msg, sizeof(msg), "--gpu %.64s: want auto, %s", name,
+		 gpu_provider_names(names, sizeof(names), ", ", " or "));
+	return usage_error("%s", msg);
 }
 
 static int parse_dev(const char *s, int *dev)
@@ -75,8 +84,8 @@ static int parse_args(int argc, char **argv, struct dd_opts *o, bool *done)
 			o->json = true;
 			break;
 		case 'g':
-			if (!valid_gpu(optarg))
-				return usage_error("--gpu %s: want auto, cuda, hip or host", optarg);
+			if (check_gpu(optarg))
+				return DD_EXIT_USAGE;
 			o->gpu = optarg;
 			break;
 		case 'd':
@@ -90,7 +99,7 @@ static int parse_args(int argc, char **argv, struct dd_opts *o, bool *done)
 				       DBR_P2P_IOMMU_REFUSE : DBR_P2P_IOMMU_ALLOW;
 			break;
 		case 'h':
-			printf("%s\n", usage_line);
+			printf("%s\n", usage_line());
 			*done = true;
 			return 0;
 		case ':':

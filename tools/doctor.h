@@ -99,7 +99,7 @@ struct dd_facts {
 	/* GPU */
 	const char *prov_name;
 	bool auto_fell_back;		/* gpu=auto found no GPU */
-	char auto_why[256];
+	char auto_why[512];		/* gpu_provider_auto's, each GPU's answer */
 	int gpu_count;			/* probe: count or -errno */
 	char gpu_why[192];
 	int alloc_err;			/* gpu_buf_alloc of the probe buffer */
@@ -112,7 +112,7 @@ struct dd_facts {
 	int gpu_numa;
 
 	/* topology */
-	enum dbr_dist topo;		/* engine/topology.h's classes */
+	enum dbr_dist topo;		/* engine/core/topology.h's classes */
 	bool topo_na;			/* --gpu host: no peer device */
 	char topo_via[DD_BDF_LEN];	/* the closest common bridge */
 

@@ -273,7 +273,7 @@ static void check_max_sectors(const struct dd_report *rep, struct dd_result *r)
 
 /* ---- IOMMU and kernel config -------------------------------------------- */
 
-/* the verdict p2p jobs get (engine/iommu.c): a refusal fails here too */
+/* the verdict p2p jobs get (engine/core/iommu.c): a refusal fails here too */
 static void iommu_translated(const struct dd_report *rep, struct dd_result *r)
 {
 	const struct dd_facts *f = &rep->f;
@@ -357,21 +357,44 @@ static void check_p2pdma(const struct dd_report *rep, struct dd_result *r)
 
 /* ---- GPU ---------------------------------------------------------------- */
 
+/* "NVIDIA (libcuda.so.1) or ROCm (libamdhip64.so)": the GPU runtimes built in */
+static const char *runtimes(char *buf, size_t len)
+{
+	const struct gpu_provider *p;
+	size_t used = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; (p = gpu_provider_nth(i)); i++)
+		if (p->runtime)
+			used += snprintf(buf + used, used < len ? len - used : 0,
+					 "%s%s", used ? " or " : "", p->runtime);
+	return buf[0] ? buf : "a GPU";
+}
+
 static void check_gpu_runtime(const struct dd_report *rep, struct dd_result *r)
 {
 	const struct dd_facts *f = &rep->f;
 
+	const struct gpu_provider *p = gpu_provider_by_name(f->prov_name);
+	char rts[192];
+
 	if (f->auto_fell_back) {
-		say(r, DD_WARN, "gpu=auto found no CUDA or HIP device (%s); using host memory",
+		say(r, DD_WARN, "gpu=auto found no GPU device (%s); using host memory",
 		    f->auto_why[0] ? f->auto_why : "no runtime");
-		fix(r, "install the GPU driver and runtime (libcuda.so.1 or libamdhip64.so), or say --gpu host");
+		fix(r, "install the driver and runtime of %s, or say --gpu host",
+		    runtimes(rts, sizeof(rts)));
 	} else if (is_host(f)) {
 		say(r, DD_OK, "gpu=host: host memory (memfd, exported by /dev/udmabuf), no GPU runtime needed");
 	} else if (f->gpu_count < 0) {
 		say(r, DD_FAIL, "gpu=%s: %s", f->prov_name,
 		    f->gpu_why[0] ? f->gpu_why : strerror(-f->gpu_count));
-		fix(r, "install the %s driver and runtime, or use --gpu host",
-		    !strcmp(f->prov_name, "cuda") ? "NVIDIA (libcuda.so.1)" : "ROCm (libamdhip64.so)");
+		if (p && p->runtime)
+			fix(r, "install the %s driver and runtime, or use --gpu host",
+			    p->runtime);
+		else
+			fix(r, "rebuild dmabuf_uring with ./configure --with-%s, or use --gpu host",
+			    f->prov_name);
 	} else if (f->gpu_count == 0) {
 		say(r, DD_FAIL, "gpu=%s: the runtime sees no device", f->prov_name);
 		fix(r, "check the driver (nvidia-smi / rocm-smi) and CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES");
@@ -400,11 +423,9 @@ static void check_gpu_device(const struct dd_report *rep, struct dd_result *r)
 
 static const char *export_fix(const struct dd_facts *f)
 {
-	if (is_host(f))
-		return "modprobe udmabuf (a kernel with CONFIG_UDMABUF), or raise udmabuf.size_limit_mb";
-	if (!strcmp(f->prov_name, "cuda"))
-		return "NVIDIA's open kernel modules and a GPU with CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED; else transfer=bounce";
-	return "ROCm >= 6 (hipMemGetHandleForAddressRange) with amdgpu; else transfer=bounce";
+	const struct gpu_provider *p = gpu_provider_by_name(f->prov_name);
+
+	return p && p->export_needs ? p->export_needs : "transfer=bounce";
 }
 
 static void check_gpu_export(const struct dd_report *rep, struct dd_result *r)

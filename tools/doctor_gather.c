@@ -214,19 +214,6 @@ static void dmabuf_fdinfo(struct dd_facts *f, int fd)
 	fclose(fi);
 }
 
-/* gpu=auto fell back to host: say what each GPU provider answered */
-static void auto_why(struct dd_facts *f)
-{
-	char cuda[192] = "", hip[192] = "";
-
-	if (gpu_cuda_provider.probe(cuda, sizeof(cuda)) <= 0 && !cuda[0])
-		snprintf(cuda, sizeof(cuda), "no device");
-	if (gpu_hip_provider.probe(hip, sizeof(hip)) <= 0 && !hip[0])
-		snprintf(hip, sizeof(hip), "no device");
-	snprintf(f->auto_why, sizeof(f->auto_why), "cuda: %.120s; hip: %.120s",
-		 cuda, hip);
-}
-
 static const struct gpu_provider *pick_provider(struct dd_ctx *c)
 {
 	struct dd_facts *f = &c->rep.f;
@@ -234,10 +221,9 @@ static const struct gpu_provider *pick_provider(struct dd_ctx *c)
 
 	if (strcmp(c->rep.opts.gpu, "auto"))
 		return gpu_provider_by_name(c->rep.opts.gpu);
+	/* where it falls back to host, auto_why says what each GPU answered */
 	p = gpu_provider_auto(f->auto_why, sizeof(f->auto_why));
 	f->auto_fell_back = p == &gpu_host_provider;
-	if (f->auto_fell_back)
-		auto_why(f);
 	return p;
 }
 

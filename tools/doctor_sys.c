@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Small readers of sysfs and procfs for dmabuf-doctor (the PCIe path and
- * its readers live in engine/topology.c). Nothing here prints; errors are
+ * its readers live in engine/core/topology.c). Nothing here prints; errors are
  * negative errnos.
  */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * dbr-gpu-owner PROVIDER DEV RUN: the GPU owner of one device for one fio
- * run (gpu/owner.h). A job process of the engine starts it where none
+ * run (gpu/runtime/owner.h). A job process of the engine starts it where none
  * answers yet; it takes the job processes' connections on an abstract
  * socket named after RUN (fio's backend process), PROVIDER and DEV, serves
  * each on a thread of its own, and leaves when RUN ends, or a second after

@@ -15,7 +15,7 @@
  *            CUDA_ERROR_LAUNCH_FAILED and the kernel logs Xid 13/32; 1 or 2
  *            threads, or the same batch without the up-and-back copies
  *            beside it, pass
- *   second   the engine's order now (gpu/stream.c largest_first): passes
+ *   second   the engine's order now (gpu/copy/stream.c largest_first): passes
  *   last     passes
  *
  *   batch_race [THREADS [ITER [first|second|last]]]

@@ -3,7 +3,7 @@
  * cuda_bw: host<->GPU copy bandwidth with the CUDA driver API, the limit the
  * bounce path is measured against. Per device: a 256 MiB device buffer and a
  * host buffer of anonymous pages, page-locked with cuMemHostRegister exactly
- * as gpu/cuda.c does; GB/s of H2D and D2H copies on one stream, then H2D
+ * as gpu/runtime/cuda.c does; GB/s of H2D and D2H copies on one stream, then H2D
  * from the same pages before they were registered (pageable, for contrast).
  * Also prints each device's memory in use (cuMemGetInfo), which the
  * multi-GPU check samples.

@@ -5,7 +5,7 @@
  * 1. CPU time per call, one thread, the stream kept busy: a single 4 KiB and
  *    a 64 KiB cuMemcpyHtoDAsync, cuMemcpyBatchAsync of 1..16 copies of
  *    4 KiB, and the two ways to fence a pass: cuStreamWriteValue64 into a
- *    mapped host word (what gpu/stream.c uses) and cuEventRecord (plus a
+ *    mapped host word (what gpu/copy/stream.c uses) and cuEventRecord (plus a
  *    cuEventQuery to poll it).
  * 2. Passes per second when 1, 2, 4 and 8 threads each issue passes as fast
  *    as the GPU takes them (a pass: a batch of 2 copies and a stream write,

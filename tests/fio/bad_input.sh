@@ -301,9 +301,10 @@ fi
 # a helper every refusal goes through
 record_names_caller() {
 	local rec line func src
-	rec=$(grep -o 'file:[^,]*engine/[a-z_]*\.c:[0-9]*, func=[^,]*' "$TMPD/$1.out" | head -1)
+	rec=$(grep -o 'file:[^,]*engine/[a-z_/]*\.c:[0-9]*, func=[^,]*' "$TMPD/$1.out" | head -1)
 	src=${rec#file:}
-	src=$SRCDIR/engine/$(basename "${src%%:*}")
+	src=${src%%:*}
+	src=$SRCDIR/engine/${src##*engine/}
 	line=${rec%%, func=*}
 	line=${line##*:}
 	func=${rec#*func=}

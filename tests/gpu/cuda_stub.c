@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A stub of the CUDA driver (libcuda.so.1) for machines without an NVIDIA
- * GPU: just what gpu/cuda.c calls, backed by host memory, so that the CUDA
+ * GPU: just what gpu/runtime/cuda.c calls, backed by host memory, so that the CUDA
  * provider's allocation, copies and dma-buf export run in CI. Copies happen
  * at once and events are always done; an "exported dma-buf" is a memfd
  * (enough for the export's decisions, not for registration). Load it by
@@ -309,7 +309,7 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
 }
 
 /*
- * Modules and launches. dbr_kcopy (gpu/kcopy_ptx.h) runs at once on the
+ * Modules and launches. dbr_kcopy (gpu/copy/kcopy_ptx.h) runs at once on the
  * host, as the copies above do: its descriptors move 16-byte units between
  * the staging area and "device" memory (both host memory here), and a
  * fencing launch writes its ticket into the host word. Any other kernel

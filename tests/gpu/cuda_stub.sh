@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu/cuda.c's dma-buf export against a stub of the CUDA driver (host memory,
+# gpu/runtime/cuda.c's dma-buf export against a stub of the CUDA driver (host memory,
 # tests/gpu/cuda_stub.c), where no NVIDIA GPU exists: the PCIe BAR1 mapping is
 # asked for first; CUDA_ERROR_NOT_SUPPORTED (the x86 H200, driver 580) or
 # CUDA_ERROR_INVALID_VALUE (a driver without the flag) fall back to the

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * gpu_check: drive a memory provider the way the engine does, without fio:
- * through the engine's per-thread session (engine/session.h: ring, buffer,
+ * through the engine's per-thread session (engine/core/session.h: ring, buffer,
  * pipeline and its copy stream, the host slot).
  *
  *   gpu_check                 every provider compiled in: those whose runtime
@@ -219,7 +219,7 @@ static void copy_summary(const struct gpu_stream *s, char *out, size_t len)
 	const struct gpu_stream_stats *st = &s->st;
 	char how[320];
 
-	gpu_kcopy_describe(s, s->buf, how, sizeof(how));
+	gpu_stream_describe(s, s->buf, how, sizeof(how));
 	snprintf(out, len, "copies by %s, %lu kernel launches, %lu passes to the resident kernel (%lu starts), %lu runtime calls",
 		 how, st->launches, st->passes, st->starts, st->calls);
 }
@@ -412,12 +412,10 @@ static int run_provider(void)
 /* No arguments: every provider compiled in, present or cleanly absent. */
 static int self_test(void)
 {
-	static const char *const names[] = { "host", "cuda", "hip" };
+	unsigned int i;
 	int ret = 0, r;
-	size_t i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		opt.prov = gpu_provider_by_name(names[i]);
+	for (i = 0; (opt.prov = gpu_provider_nth(i)); i++) {
 		r = run_provider();
 		if (r == 77)
 			continue;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A test double of the HIP runtime (libamdhip64.so), backed by host memory,
- * so that the test suite runs gpu/hip.c's real code where no AMD GPU exists.
+ * so that the test suite runs gpu/runtime/hip.c's real code where no AMD GPU exists.
  * Load it by putting its directory first in LD_LIBRARY_PATH.
  *
  * It implements what the provider uses, with the runtime's return codes:

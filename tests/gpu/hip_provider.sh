@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu/hip.c's real code against the HIP runtime double (host memory; dma-buf
+# gpu/runtime/hip.c's real code against the HIP runtime double (host memory; dma-buf
 # export through /dev/udmabuf where the kernel has it), without fio: copies
 # through every marker, devices chosen as gpu_dev_ids does, export (ROCm >= 6
 # and the ROCm 5 / ROCr path), failure injection, and nothing left behind.

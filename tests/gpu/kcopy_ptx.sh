@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The copy kernel's PTX (gpu/kcopy_ptx.h), as the engine hands it to the
+# The copy kernel's PTX (gpu/copy/kcopy_ptx.h), as the engine hands it to the
 # driver, through NVIDIA's PTX assembler for Ampere and Hopper, so a syntax
 # error never first shows on a GPU machine; a corrupted copy must fail.
 # ptxas: $PTXAS, else on PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin.
@@ -52,9 +52,9 @@ if "$ptxas" -arch=sm_90 "$TMPD/bad.ptx" -o "$TMPD/bad.cubin" >"$TMPD/bad.out" 2>
 else
 	pass "negative control: a corrupted kernel is refused ($(head -1 "$TMPD/bad.out" | cut -c1-80))"
 fi
-# The resident kernel (gpu/kring_ptx.h, made from gpu/kring.cu): through
+# The resident kernel (gpu/copy/kring_ptx.h, made from gpu/copy/kring.cu): through
 # ptxas too, with the orders its protocol rests on, and the same as
-# gpu/kring-ptx makes it now where nvcc is here.
+# gpu/copy/kring-ptx makes it now where nvcc is here.
 "$check" ptx kring >"$TMPD/kring.ptx" || die "gpu_check ptx kring failed"
 grep -q '^\.visible \.entry dbr_kring($' "$TMPD/kring.ptx" && pass "entry dbr_kring" ||
 	fail "no entry dbr_kring in the resident kernel's PTX"
@@ -111,31 +111,31 @@ for arch in sm_80 sm_90; do
 	fi
 done
 nvcc=$(dirname "$ptxas")/nvcc
-made=$(sed -n 's/.* with nvcc \([0-9.]*\)\.$/\1/p' "$SRCDIR/gpu/kring_ptx.h")
+made=$(sed -n 's/.* with nvcc \([0-9.]*\)\.$/\1/p' "$SRCDIR/gpu/copy/kring_ptx.h")
 have=$([ -x "$nvcc" ] && "$nvcc" --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p')
 if [ -n "$have" ] && [ "$have" != "$made" ]; then
-	echo "# nvcc $have here, $made made gpu/kring_ptx.h: not compared with gpu/kring.cu"
-elif [ -x "$nvcc" ] && NVCC=$nvcc "$SRCDIR/gpu/kring-ptx" --stdout >"$TMPD/kring_ptx.h" 2>"$TMPD/kring-ptx.err"; then
-	cmp -s "$TMPD/kring_ptx.h" "$SRCDIR/gpu/kring_ptx.h" &&
-		pass "gpu/kring_ptx.h is what gpu/kring-ptx makes of gpu/kring.cu" ||
-		fail "gpu/kring_ptx.h is stale: run gpu/kring-ptx ($(diff "$SRCDIR/gpu/kring_ptx.h" "$TMPD/kring_ptx.h" | wc -l) lines differ)"
+	echo "# nvcc $have here, $made made gpu/copy/kring_ptx.h: not compared with gpu/copy/kring.cu"
+elif [ -x "$nvcc" ] && NVCC=$nvcc "$SRCDIR/gpu/copy/kring-ptx" --stdout >"$TMPD/kring_ptx.h" 2>"$TMPD/kring-ptx.err"; then
+	cmp -s "$TMPD/kring_ptx.h" "$SRCDIR/gpu/copy/kring_ptx.h" &&
+		pass "gpu/copy/kring_ptx.h is what gpu/copy/kring-ptx makes of gpu/copy/kring.cu" ||
+		fail "gpu/copy/kring_ptx.h is stale: run gpu/copy/kring-ptx ($(diff "$SRCDIR/gpu/copy/kring_ptx.h" "$TMPD/kring_ptx.h" | wc -l) lines differ)"
 else
-	echo "# no nvcc beside ptxas: gpu/kring_ptx.h not compared with gpu/kring.cu"
+	echo "# no nvcc beside ptxas: gpu/copy/kring_ptx.h not compared with gpu/copy/kring.cu"
 fi
 # the diagnostic build (gpu-proof rounds loads it through DBR_KRING_PTX):
 # the same entry, the GPU's clock read, and it assembles
-if [ -x "$nvcc" ] && NVCC=$nvcc "$SRCDIR/gpu/kring-ptx" --stats >"$TMPD/kring-stats.ptx" 2>"$TMPD/kring-stats.err"; then
+if [ -x "$nvcc" ] && NVCC=$nvcc "$SRCDIR/gpu/copy/kring-ptx" --stats >"$TMPD/kring-stats.ptx" 2>"$TMPD/kring-stats.err"; then
 	if grep -q '^\.visible \.entry dbr_kring($' "$TMPD/kring-stats.ptx" &&
 		grep -q 'globaltimer' "$TMPD/kring-stats.ptx" &&
 		"$ptxas" -arch=sm_90 "$TMPD/kring-stats.ptx" -o "$TMPD/kring-stats.cubin" \
 			>"$TMPD/ptxas-kring-stats.out" 2>&1; then
-		pass "gpu/kring-ptx --stats: dbr_kring, timed by %globaltimer, assembles for sm_90"
+		pass "gpu/copy/kring-ptx --stats: dbr_kring, timed by %globaltimer, assembles for sm_90"
 	else
-		fail "gpu/kring-ptx --stats: no entry, no clock read, or ptxas refused it"
+		fail "gpu/copy/kring-ptx --stats: no entry, no clock read, or ptxas refused it"
 		sed 's/^/    /' "$TMPD/ptxas-kring-stats.out" 2>/dev/null
 	fi
 elif [ -x "$nvcc" ]; then
-	fail "gpu/kring-ptx --stats failed: $(head -3 "$TMPD/kring-stats.err")"
+	fail "gpu/copy/kring-ptx --stats failed: $(head -3 "$TMPD/kring-stats.err")"
 else
 	echo "# no nvcc beside ptxas: the diagnostic build not made"
 fi

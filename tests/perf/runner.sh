@@ -214,7 +214,7 @@ import re, sys
 src, iou = sys.argv[1:]
 sys.path.insert(0, src + "/scripts")
 import perf_fio
-ours = set(re.findall(r'\.name\s*=\s*"([a-z_0-9]+)"', open(src + "/engine/fio_engine.c").read()))
+ours = set(re.findall(r'\.name\s*=\s*"([a-z_0-9]+)"', open(src + "/engine/fio/fio_engine.c").read()))
 known = set(open(iou).read().split())
 assert known and "registerfiles" in known, known
 missing = sorted(ours - known - perf_fio.DBR_ONLY_OPTIONS)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A test double of the resident copy kernel (dbr_kring, gpu/kring.cu) for
+ * A test double of the resident copy kernel (dbr_kring, gpu/copy/kring.cu) for
  * the unit tests that drive a copy stream with gpu_kernel=resident: a
  * thread per start that takes the ring's passes as the kernel does and
  * copies between a test's host shadow and its "device" array. Static: each

@@ -2,6 +2,7 @@
 /* Option checks, device id selection and the io_u -> buffer address map. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -415,25 +416,42 @@ static void test_transfer(void)
 
 static void test_spin_us(void)
 {
+	const char *name = NULL, *val;
 	char msg[256];
 	long ns = 7;
 
-	CHECK(dbr_parse_spin_us("gpu_spin_us", "0", &ns, msg, sizeof(msg)) == 0 && ns == 0,
+	CHECK(gpu_parse_spin_us("gpu_spin_us", "0", &ns, msg, sizeof(msg)) == 0 && ns == 0,
 	      "gpu_spin_us=0: sleep at once");
-	CHECK(dbr_parse_spin_us("gpu_spin_us", "50", &ns, msg, sizeof(msg)) == 0 && ns == 50000,
+	CHECK(gpu_parse_spin_us("gpu_spin_us", "50", &ns, msg, sizeof(msg)) == 0 && ns == 50000,
 	      "gpu_spin_us=50: 50000 ns");
-	CHECK(dbr_parse_spin_us("gpu_spin_us", "-1", &ns, msg, sizeof(msg)) == 0 && ns == -1,
+	CHECK(gpu_parse_spin_us("gpu_spin_us", "-1", &ns, msg, sizeof(msg)) == 0 && ns == -1,
 	      "gpu_spin_us=-1: spin until done");
 	ns = 7;
-	CHECK(dbr_parse_spin_us("gpu_spin_us", "-2", &ns, msg, sizeof(msg)) == -EINVAL &&
+	CHECK(gpu_parse_spin_us("gpu_spin_us", "-2", &ns, msg, sizeof(msg)) == -EINVAL &&
 	      ns == 7 && strstr(msg, "gpu_spin_us=-2: expected"),
 	      "gpu_spin_us=-2 refused: %s", msg);
-	CHECK(dbr_parse_spin_us("gpu_spin_us", "20us", &ns, msg, sizeof(msg)) == -EINVAL,
+	CHECK(gpu_parse_spin_us("gpu_spin_us", "20us", &ns, msg, sizeof(msg)) == -EINVAL,
 	      "gpu_spin_us=20us refused");
-	CHECK(dbr_parse_spin_us("gpu_spin_us", "", &ns, msg, sizeof(msg)) == -EINVAL,
+	CHECK(gpu_parse_spin_us("gpu_spin_us", "", &ns, msg, sizeof(msg)) == -EINVAL,
 	      "gpu_spin_us= refused");
-	CHECK(dbr_parse_spin_us("gpu_spin_us", "2000000", &ns, msg, sizeof(msg)) == -EINVAL,
+	CHECK(gpu_parse_spin_us("gpu_spin_us", "2000000", &ns, msg, sizeof(msg)) == -EINVAL,
 	      "gpu_spin_us=2000000 (2 s) refused");
+
+	/* the environment: the newer name first, an empty one as unset */
+	setenv("DBR_GPU_SPIN_US", "", 1);
+	setenv("DBR_CUDA_SPIN_US", "35", 1);
+	val = gpu_spin_env(&name);
+	CHECK(val && !strcmp(val, "35") && !strcmp(name, "DBR_CUDA_SPIN_US") &&
+	      gpu_spin_ns() == 35000,
+	      "DBR_CUDA_SPIN_US=35 where DBR_GPU_SPIN_US is empty: 35000 ns (%ld)",
+	      gpu_spin_ns());
+	setenv("DBR_GPU_SPIN_US", "-1", 1);
+	val = gpu_spin_env(&name);
+	CHECK(val && !strcmp(val, "-1") && !strcmp(name, "DBR_GPU_SPIN_US"),
+	      "DBR_GPU_SPIN_US before DBR_CUDA_SPIN_US");
+	unsetenv("DBR_GPU_SPIN_US");
+	unsetenv("DBR_CUDA_SPIN_US");
+	CHECK(!gpu_spin_env(&name), "neither set: no setting");
 }
 
 /* gpu_kernel: asked for is kept; auto launches only beside other job processes */

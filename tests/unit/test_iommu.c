@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * engine/iommu.c against sysfs trees built in a temp dir: controllers in
+ * engine/core/iommu.c against sysfs trees built in a temp dir: controllers in
  * IOMMU groups of type DMA, DMA-FQ and identity, one in no group, and
  * native-multipath heads (a path without a group; a translated path); then
  * the same controllers on a machine without IOMMU groups. The verdict p2p

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The copy pipeline (engine/pipeline.c) driven the way fio drives it, over a
- * real io_uring ring and a real file, with its real copy stream (gpu/stream.c)
+ * The copy pipeline (engine/core/pipeline.c) driven the way fio drives it, over a
+ * real io_uring ring and a real file, with its real copy stream (gpu/copy/stream.c)
  * over a fake GPU runtime whose copies really move bytes between the host
  * shadow and a "device" array, but only when a fence completes: late (after
  * a number of polls), several at once, only when waited for, or failing
@@ -40,7 +40,7 @@
 #define NR_BLOCKS	64
 
 /* ------------------------------------------------------------------------ */
-/* the fake runtime, under the real copy stream (gpu/stream.c)              */
+/* the fake runtime, under the real copy stream (gpu/copy/stream.c)         */
 
 enum fake_mode {
 	FAKE_IN_ORDER	= 0,

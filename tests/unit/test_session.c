@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * engine/session.c over real io_uring, real files and the host provider, as
+ * engine/core/session.c over real io_uring, real files and the host provider, as
  * the engine's hooks drive it: set-up step by step, the slot bookkeeping of
  * bounce (a fixed-file slot per file, one host buffer slot) and of p2p (a
  * buffer slot per file, its dma-buf installed all or nothing), and the one

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The copy stream (gpu/stream.c) over a fake runtime table: what reaches
+ * The copy stream (gpu/copy/stream.c) over a fake runtime table: what reaches
  * the runtime's batch call, and that the bytes land where they should.
  * The fake's "device" is an array the size of the host shadow; a batch runs
  * its copies in reverse order (a batch may run in any order), and a copy
@@ -502,7 +502,7 @@ static void test_kernel_auto(void)
 	CHECK(ret == 0 && fk.loads == 1, "stream with copy kernels (%d)", ret);
 	if (ret)
 		return;
-	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	gpu_stream_describe(&s, &b, how, sizeof(how));
 	CHECK(!strcmp(how, "copy kernel (a launch per pass) under 64 KiB, DMA from 64 KiB"),
 	      "the job's line: %s", how);
 	gpu_stream_copy(&s, GPU_H2D, 4 * BLK, BLK);
@@ -660,7 +660,7 @@ static void test_kernel_not_asked(void)
 	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
 	gpu_stream_copy(&s, GPU_H2D, 2 * BLK, BLK);
 	ret = gpu_stream_fence(&s, &ticket);
-	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	gpu_stream_describe(&s, &b, how, sizeof(how));
 	CHECK(ret == 0 && !fk.loads && !fk.launches && fk.batches == 1 &&
 	      !strcmp(how, "DMA"),
 	      "gpu_copy=dma: no module, one batch call (%s)", how);
@@ -671,7 +671,7 @@ static void test_kernel_not_asked(void)
 		return;
 	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
 	ret = gpu_stream_fence(&s, &ticket);
-	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	gpu_stream_describe(&s, &b, how, sizeof(how));
 	CHECK(ret == 0 && !fk.launches && fk.singles == 1 && same(&b, 0, BLK) &&
 	      !strcmp(how, "DMA; gpu_copy=kernel: gpu=fake has no copy kernel yet"),
 	      "a runtime without kernels copies by DMA and says so: %s", how);
@@ -701,7 +701,7 @@ static void test_kernel_fallback(void)
 	gpu_stream_copy(&s, GPU_H2D, 0, BLK);
 	gpu_stream_copy(&s, GPU_D2H, 2 * BLK, BLK);
 	ret = gpu_stream_fence(&s, &ticket);
-	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	gpu_stream_describe(&s, &b, how, sizeof(how));
 	CHECK(ret == 0 && !fk.launches && fk.batches == 1 && same(&b, 0, BLK) &&
 	      same(&b, 2 * BLK, BLK), "copies go by DMA instead");
 	CHECK(!strcmp(how, "DMA; gpu_copy=auto: the copy kernel could not be loaded: fakeModuleLoad: NO_JIT"),
@@ -829,7 +829,7 @@ static void test_resident(void)
 	fk.writes = 0;	/* the stream tried its stream write once */
 	CHECK(gpu_stream_posts_free(&s, BLK) && !gpu_stream_posts_free(&s, 16 * BLK),
 	      "a pass of 4 KiB copies posts free, one of 64 KiB goes to the copy calls");
-	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	gpu_stream_describe(&s, &b, how, sizeof(how));
 	CHECK(!strcmp(how, "copy kernel (resident) under 64 KiB, DMA from 64 KiB"),
 	      "the job's line: %s", how);
 	for (i = 0; i < 20; i++)
@@ -967,7 +967,7 @@ static void test_resident_restart(void)
 	resident_reset(0, 1000000000);
 	fr.never_start = true;
 	ret = open_stream(&b, &s, &fake_rrt, GPU_COPY_AUTO, 16);
-	gpu_kcopy_describe(&s, &b, how, sizeof(how));
+	gpu_stream_describe(&s, &b, how, sizeof(how));
 	CHECK(ret == 0 && !s.kr.r && !strcmp(how, "copy kernel (a launch per pass; resident kernel: did not start within 1 s (the GPU is full of other work)) under 64 KiB, DMA from 64 KiB"),
 	      "a kernel that never runs: launches instead: %s", how);
 	gpu_stream_copy(&s, GPU_H2D, 0, BLK);

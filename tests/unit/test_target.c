@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * engine/target.c on the files this machine has: what p2p needs of a target
+ * engine/core/target.c on the files this machine has: what p2p needs of a target
  * (a whole NVMe namespace) told apart from regular files, character devices,
  * directories, missing paths and other block devices (loop). An NVMe
  * namespace is checked only where DBR_TEST_NVME names one.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * engine/topology.c against sysfs trees built in a temp dir: a two-socket
+ * engine/core/topology.c against sysfs trees built in a temp dir: a two-socket
  * machine with a PCIe switch, NVMe namespaces (partition, multipath heads,
  * path node), GPUs at every distance; then the same tree without NUMA
  * information. And gpu_dev_ids=auto's run-wide assignment.

@@ -142,7 +142,7 @@ p2p_over_1g() {
 }
 if want p2p && [ $mode = stock ]; then
 	run_refused p2p-refused-stock-kernel \
-		'transfer=p2p cannot run: this kernel lacks the io_uring dma-buf series .*transfer=bounce' \
+		'transfer=p2p cannot run: this kernel lacks the io_uring dma-buf series.*transfer=bounce' \
 		--name=p --filename=$NS1 --transfer=p2p --rw=read --bs=4k "${common[@]}"
 elif want p2p && [ $have_udmabuf = 0 ]; then
 	fail "p2p: the probe says p2p can run but there is no /dev/udmabuf for gpu=host (CONFIG_UDMABUF)"

@@ -32,6 +32,10 @@
  *                           at exit; a process's last line is its final state.
  *                           Per release, not only at exit: fio's job processes
  *                           leave through _exit, which runs no destructor.
+ *   HIPDOUBLE_COPY_LOG=FILE append "start" when a stream begins a copy and
+ *                           "end" when it has finished one, a line each: a
+ *                           process that left with more starts than ends
+ *                           left while a copy was still running.
  *
  * hipMemcpyBatchAsync is there as ROCm 7 has it (copies of one call run in
  * the order given here; the real one promises no order within a call), and
@@ -90,6 +94,7 @@ static struct {
 	bool leak_free;
 	char fail[128];
 	const char *report;
+	const char *copy_log;
 	const char *pci;	/* HIPDOUBLE_PCI: addr0,addr1,... */
 } cfg;
 
@@ -139,6 +144,21 @@ __attribute__((constructor)) static void double_init(void)
 	cfg.leak_free = s && !strcmp(s, "free");
 	cfg.report = getenv("HIPDOUBLE_REPORT");
 	cfg.pci = getenv("HIPDOUBLE_PCI");
+	cfg.copy_log = getenv("HIPDOUBLE_COPY_LOG");
+}
+
+static void log_copy(const char *what)
+{
+	int fd;
+
+	if (!cfg.copy_log)
+		return;
+	fd = open(cfg.copy_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, what, strlen(what)) < 0)
+		fprintf(stderr, "HIP double: cannot write %s\n", cfg.copy_log);
+	close(fd);
 }
 
 /* One line of counters, appended in one write (processes share the file). */
@@ -563,6 +583,7 @@ static void *stream_worker(void *arg)
 		}
 		if (op->sum_at_start)
 			op->src_sum = sum_bytes(op->src, op->len);
+		log_copy("start\n");
 		if (cfg.delay_us)
 			usleep(cfg.delay_us);
 		if (sum_bytes(op->src, op->len) != op->src_sum)
@@ -571,6 +592,7 @@ static void *stream_worker(void *arg)
 		memcpy(op->dst, op->src, op->len);
 		if (op->corrupt && op->len)
 			*(unsigned char *)op->dst ^= 0xff;
+		log_copy("end\n");
 done:
 		pthread_mutex_lock(&s->mu);
 		s->head = op->next;

@@ -197,6 +197,16 @@ def read_gpu_records(path):
     return out or None
 
 
+def owner_cpu_s(records):
+    """CPU seconds the GPU owner spent for the run's job processes (their
+    records' owner_cpu_ns), or None where no job ran through an owner. The
+    owner is no child of fio, so neither fio's JSON nor the whole run's
+    rusage has it."""
+    ns = [r["owner_cpu_ns"] for r in records or ()
+          if r.get("owner_cpu_ns") is not None]
+    return sum(ns) / 1e9 if ns else None
+
+
 def _children_cpu():
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime

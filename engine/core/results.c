@@ -171,6 +171,10 @@ int dbr_result_json(const struct dbr_result *r, const char *run, char *buf,
 	jcat(&j, ",\"copied_ios\":%lu,\"copy_ns\":%" PRIu64 ",\"copy_wait_ns\":%" PRIu64,
 	     r->copied_ios, r->copy_ns, r->copy_wait_ns);
 	jcat(&j, ",\"reissues\":%lu,\"error\":%d", r->reissues, r->error);
+	if (r->owner_cpu_ns >= 0)
+		jcat(&j, ",\"owner_cpu_ns\":%" PRId64, r->owner_cpu_ns);
+	else
+		jcat(&j, ",\"owner_cpu_ns\":null");
 	if (r->io_first_ns && r->io_last_ns >= r->io_first_ns)
 		jcat(&j, ",\"io_start_ms\":%.3f,\"io_end_ms\":%.3f",
 		     r->io_first_ns / 1e6, r->io_last_ns / 1e6);

@@ -54,6 +54,9 @@ struct dbr_result {
 	uint64_t copy_ns;
 	uint64_t copy_wait_ns;
 	unsigned long reissues;		/* -EAGAIN reissues */
+	/* CPU time of the GPU owner's thread for the job process (-1: the
+	 * job did not run through an owner) */
+	int64_t owner_cpu_ns;
 	int error;			/* fio's td->error */
 	/* CLOCK_MONOTONIC: the thread's first commit and last reaped I/O (0:
 	 * none), to tell whether a run's threads did their I/O together */

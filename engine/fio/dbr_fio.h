@@ -96,6 +96,10 @@ struct dbr_data {
 	int stats_fd;		/* gpu_stats_file, or -1 */
 	const char *stats_path;	/* its name (the option's or the environment's) */
 	bool ended;		/* dbr_end ran: results counted, all released */
+	/* CPU time the GPU owner's thread spent on this process's calls
+	 * (job processes through gpu_owner; -1: none) */
+	int64_t owner_cpu_ns;
+	bool owner_cpu_asked;
 	/*
 	 * The thread's I/O window (io_start_ms / io_end_ms in its record,
 	 * whether a GPU's threads ran together), on the coarse clock: the
@@ -165,6 +169,10 @@ void dbr_say_stop(struct thread_data *td, struct dbr_data *dd);
 void dbr_say_counts(struct thread_data *td, struct dbr_data *dd);
 /* What the resident kernel's diagnostic build counted (when it ran). */
 void dbr_say_kernel_rounds(struct thread_data *td, struct dbr_data *dd);
+/* Through the GPU owner: the CPU its thread spent for this job process,
+ * asked for before the session closes (into dd->owner_cpu_ns), and said */
+void dbr_keep_owner_cpu(struct dbr_data *dd);
+void dbr_say_owner_cpu(struct thread_data *td, struct dbr_data *dd);
 /* Where the thread's time in the engine went per I/O (DBR_PROFILE=1). */
 void dbr_say_profile(struct thread_data *td, struct dbr_data *dd);
 

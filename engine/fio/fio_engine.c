@@ -442,6 +442,7 @@ static int dbr_init(struct thread_data *td)
 	td->io_ops_data = dd;
 	dbr_sess_init(&dd->sess);
 	dd->stats_fd = -1;
+	dd->owner_cpu_ns = -1;
 	if (dbr_alloc_state(td, dd) < 0) {
 		dbr_fail(td, ENOMEM, "init", "out of memory");
 		goto err;
@@ -497,6 +498,7 @@ static void dbr_iomem_free(struct thread_data *td)
 
 	if (!dd)
 		return;
+	dbr_keep_owner_cpu(dd);
 	dbr_sess_close(&dd->sess);
 	td->orig_buffer = NULL;
 }
@@ -855,8 +857,10 @@ static void dbr_end(struct thread_data *td, struct dbr_data *dd)
 	if (dd->ended)
 		return;
 	dd->ended = true;
+	dbr_keep_owner_cpu(dd);
 	dbr_say_counts(td, dd);
 	dbr_say_kernel_rounds(td, dd);
+	dbr_say_owner_cpu(td, dd);
 	dbr_say_profile(td, dd);
 	dbr_end_results(td, dd);
 	if (dd->stats_fd >= 0)

@@ -222,6 +222,36 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 }
 
 /*
+ * fio's cpu line counts the job process alone; its GPU calls run in the
+ * owner's thread for it, whose CPU is part of the job's cost per I/O. Asked
+ * for once, before the session closes (the owner's thread for the job
+ * process ends with it).
+ */
+void dbr_keep_owner_cpu(struct dbr_data *dd)
+{
+	uint64_t ns;
+
+	if (dd->ctx != DBR_CTX_OWNER || dd->owner_cpu_asked)
+		return;
+	dd->owner_cpu_asked = true;
+	if (gpu_remote_owner_cpu(&ns) == 0)
+		dd->owner_cpu_ns = (int64_t)ns;
+}
+
+void dbr_say_owner_cpu(struct thread_data *td, struct dbr_data *dd)
+{
+	uint64_t ios = td->ts.total_io_u[DDIR_READ] +
+		       td->ts.total_io_u[DDIR_WRITE];
+
+	if (dd->owner_cpu_ns < 0)
+		return;
+	dbr_info("%s thread %u: the GPU owner's thread for this job process spent %.2f us of CPU per I/O (%.1f ms in all), which fio's cpu line for the job does not count",
+		 td->o.name, td->subjob_number,
+		 per_unit_us((uint64_t)dd->owner_cpu_ns, ios),
+		 dd->owner_cpu_ns / 1e6);
+}
+
+/*
  * What the resident kernel's diagnostic build (DBR_KRING_PTX, gpu-proof
  * rounds) counted: its rounds and where a round's time went, by the GPU's
  * clock. Nothing from the plain kernel.
@@ -327,6 +357,7 @@ static void dbr_result_of(struct thread_data *td, struct dbr_data *dd,
 	r->copy_ns = ps->copy_ns;
 	r->copy_wait_ns = dbr_pipe_wait_ns(&dd->sess.pipe);
 	r->reissues = dd->sess.ring.reissues;
+	r->owner_cpu_ns = dd->owner_cpu_ns;
 	r->error = td->error;
 	r->io_first_ns = dd->io_first_ns;
 	r->io_last_ns = dd->io_last_ns;

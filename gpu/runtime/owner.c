@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "device.h"
@@ -451,6 +452,23 @@ static int do_async(struct own_conn *c, const struct gpu_own_req *q,
 }
 
 /* Calls with a reply. */
+/*
+ * The CPU this thread spent for its job process: fio's cpu line counts the
+ * job process alone, and the calls it sends here are part of its I/O.
+ */
+static int thread_cpu(struct gpu_own_rep *p)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -errno;
+	p->v[0] = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull +
+		  (uint64_t)ru.ru_utime.tv_usec * 1000ull;
+	p->v[1] = (uint64_t)ru.ru_stime.tv_sec * 1000000000ull +
+		  (uint64_t)ru.ru_stime.tv_usec * 1000ull;
+	return 0;
+}
+
 static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 		   const void *payload, size_t plen, int fd,
 		   struct gpu_own_rep *p, int *fd_out)
@@ -503,6 +521,8 @@ static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 	case GPU_OWN_WRITE_VALUE:
 		return c->failed ? c->failed :
 		       c->rt->write_value(&c->b, h, q->a[1], q->a[2]);
+	case GPU_OWN_CPU:
+		return thread_cpu(p);
 	}
 	(void)plen;
 	return -EINVAL;

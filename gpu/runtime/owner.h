@@ -37,7 +37,7 @@
 
 /* Bumped whenever a message changes: a job process and an owner of
  * different builds refuse each other. */
-#define GPU_OWN_PROTO		1u
+#define GPU_OWN_PROTO		2u
 
 /* The owner program, found beside the engine (remote.c says where else). */
 #define GPU_OWN_PROGRAM		"dbr-gpu-owner"
@@ -75,6 +75,8 @@ enum gpu_own_op {
 	GPU_OWN_KERNEL_LAUNCH,	/* a[0] stream, a[1] module; payload struct gpu_klaunch (no reply) */
 	GPU_OWN_KERNEL_START,	/* a[0] stream, a[1] module, a[2] ring, a[3] host, a[4] dev
 				 * (a reply: where it cannot start, passes are launched) */
+	GPU_OWN_CPU,		/* -> v[0] user, v[1] system CPU time (ns) of the
+				 * owner's thread for this job process */
 	GPU_OWN_OPS
 };
 

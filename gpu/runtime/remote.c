@@ -167,6 +167,21 @@ static void post0(struct gpu_own_req q)
 	call(NULL, &q, NULL, 0, -1, NULL, NULL);
 }
 
+int gpu_remote_owner_cpu(uint64_t *ns)
+{
+	struct gpu_own_rep p;
+	int ret;
+
+	if (conn.sock < 0)
+		return -ENOTCONN;
+	ret = call(NULL, &(struct gpu_own_req){ .op = GPU_OWN_CPU }, NULL, 0,
+		   -1, &p, NULL);
+	if (ret < 0)
+		return ret;
+	*ns = p.v[0] + p.v[1];
+	return 0;
+}
+
 /* ---- host memory shared with the owner -------------------------------- */
 
 static int share(struct gpu_buf *b, enum gpu_own_op op, void *host,

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "provider.h"
 
@@ -30,6 +31,11 @@ int gpu_remote_connect(const struct gpu_provider *real, int dev_id, long run,
 bool gpu_remote_is(const struct gpu_provider *prov);
 /* The owner's process id (0: not connected). */
 long gpu_remote_owner_pid(void);
+/*
+ * The CPU time (user + system, ns) the owner's thread for this process has
+ * spent on its calls so far, in *ns; 0 or a negative errno.
+ */
+int gpu_remote_owner_cpu(uint64_t *ns);
 /* Close the connection (the owner releases what it still holds for us). */
 void gpu_remote_disconnect(void);
 

@@ -36,7 +36,8 @@ gone() {
 # 1. four job processes, randrw with crc32c verify through GPU memory
 out=$TMPD/procs.out
 if dbr_fio "${job[@]}" --rw=randrw --verify=crc32c --iodepth=8 --numjobs=4 \
-	--size=16m --offset_increment=16m >"$out" 2>&1 && ! grep -q "err= *[1-9]" "$out"; then
+	--size=16m --offset_increment=16m --gpu_stats_file="$TMPD/procs.jsonl" \
+	>"$out" 2>&1 && ! grep -q "err= *[1-9]" "$out"; then
 	pass "4 job processes verify through the owner"
 else
 	fail "4 job processes verify through the owner"
@@ -68,15 +69,62 @@ else
 	fail "owner $p still runs 3 s after fio"
 fi
 
+# the owner's CPU for each job process: said, and in its record (fio's cpu
+# line counts the job process alone)
+cpu_line="^dmabuf_uring: o thread [0-3]: the GPU owner's thread for this job process spent [0-9.]* us of CPU per I/O"
+n=$(grep -c "$cpu_line" "$out")
+if [ "$n" -eq 4 ] && ! grep "$cpu_line" "$out" | grep -q " spent 0.00 us" &&
+	python3 - "$TMPD/procs.jsonl" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 4 and all(r["owner_cpu_ns"] > 0 for r in recs), recs
+PY
+then
+	pass "the owner's CPU for each job process: said ($(grep -m1 "$cpu_line" "$out" | sed 's/.*spent \([0-9.]*\) us.*/\1/') us per I/O) and in its record"
+else
+	fail "the owner's CPU: $n lines, want 4 with a figure above 0, and each record's owner_cpu_ns above 0"
+fi
+
 # 2. job threads: the process's own context, no owner
 out=$TMPD/threads.out
 : >"$HIPDOUBLE_REPORT"
 run_ok "threads" "${job[@]}" --rw=randread --iodepth=4 --numjobs=2 \
-	--size=8m --thread
+	--size=8m --thread --gpu_stats_file="$TMPD/threads.jsonl"
 if grep -q "GPU owner" "$out"; then
 	fail "job threads went to an owner: $(grep -m1 'GPU owner' "$out")"
+elif ! python3 -c 'import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 2 and all(r["owner_cpu_ns"] is None for r in recs), recs' \
+	"$TMPD/threads.jsonl"; then
+	fail "job threads: their records' owner_cpu_ns is not null"
 else
-	pass "job threads keep their process's context"
+	pass "job threads keep their process's context (no owner CPU in their records)"
+fi
+
+# scripts/perf counts the owner's CPU in the jobs' and the whole run's CPU
+# per I/O: job processes through the owner against the same job as threads
+if command -v python3 >/dev/null; then
+	sed -e '/^thread$/d' -e 's/^\[bounce-randread-4k-4t\]/[procs]/' \
+		"$SRCDIR/jobs/bounce-randread-4k-4t.fio" >"$TMPD/procs.fio"
+	if DBR_ENGINE=$ENGINE FIO=$FIO DBR_GPU=hip "$SRCDIR/scripts/perf" \
+		--jobs "$TMPD/procs.fio" --impl dbr --transfer bounce --runtime 0.3 \
+		--target scratch:file --size 4m --out "$TMPD/perf" >"$TMPD/perf.out" 2>&1 &&
+		python3 - "$TMPD/perf/results.json" <<'PY'
+import json, sys
+rec = json.load(open(sys.argv[1]))["records"][0]
+s, threads = rec["summary"], rec["gpu_threads"]
+owner_us = sum(t["owner_cpu_ns"] for t in threads) / 1e3 / s["ios"]
+assert len(threads) == 4 and owner_us > 0, threads
+assert abs(s["owner_cpu_us_per_io"] - owner_us) < 1e-6 * owner_us, (s, owner_us)
+assert s["cpu_us_per_io"] > s["owner_cpu_us_per_io"], s
+assert s["run_cpu_us_per_io"] > s["owner_cpu_us_per_io"], s
+PY
+	then
+		pass "scripts/perf: the owner's CPU in the jobs' and the run's CPU per I/O ($(grep -o 'GPU owner [0-9.]* us/IO' "$TMPD/perf.out" | head -1))"
+	else
+		fail "scripts/perf: the owner's CPU not counted"
+		tail -5 "$TMPD/perf.out"
+	fi
 fi
 
 # 3. gpu_owner=0: a context per process, said once for the run

@@ -26,6 +26,7 @@ static struct dbr_result result_on(int dev, unsigned int thread)
 		.thread = thread, .pid = 1, .dev = dev, .p2p = false,
 		.bytes = { 4096 * 100, 0 }, .ios = { 100, 0 },
 		.runtime_ms = { 50, 0 }, .copies = 100, .copy_calls = 10,
+		.owner_cpu_ns = -1,
 	};
 
 	snprintf(r.job, sizeof(r.job), "job");
@@ -92,6 +93,13 @@ static void test_json(void)
 	len = dbr_result_json(&r, "12-34", buf, sizeof(buf));
 	CHECK(len > 0 && strstr(buf, "\"copies\":100,\"copy_calls\":10,\"copy_launches\":0,\"copy_passes\":0,\"cq_copies\":40,\"copied_ios\":90,\"copy_ns\":2250000,\"copy_wait_ns\":36000,\"reissues\":0"),
 	      "copies, the I/O they served, their latency and the waiting, summed: %s", buf);
+	CHECK(strstr(buf, "\"error\":0,\"owner_cpu_ns\":null,"),
+	      "no GPU owner: its CPU is null, not 0: %s", buf);
+	r.owner_cpu_ns = 1234567;
+	len = dbr_result_json(&r, "12-34", buf, sizeof(buf));
+	CHECK(len > 0 && strstr(buf, "\"owner_cpu_ns\":1234567,"),
+	      "the GPU owner's CPU for the job: %s", buf);
+	r.owner_cpu_ns = -1;
 	r.gpu[0] = '\0';
 	r.pci[0] = '\0';
 	r.dev = -1;

@@ -120,7 +120,7 @@ static void pipe_watch_cq(struct dbr_pipe *p)
 		.cqes		= l.cqes,
 		.cq_mask	= l.cq_mask,
 	};
-	if (gpu_resident_watch(p->buf, &p->stream, l.mem, l.len, &o) < 0)
+	if (gpu_resident_watch(p->buf, &p->stream, l.mem, l.len, l.fd, &o) < 0)
 		goto fail;
 	for (i = 0; i < p->depth; i++)
 		p->free_slots[i] = (uint16_t)i;

@@ -624,6 +624,7 @@ int dbr_ring_layout(const struct dbr_ring *r, struct dbr_ring_layout *l)
 						     ring->cq.ring_sz;
 	l->mem = mem;
 	l->len = (len + page - 1) / page * page;
+	l->fd = ring->ring_fd;
 	l->cq_tail = (size_t)((char *)ring->cq.ktail - mem);
 	l->sq_tail = (size_t)((char *)ring->sq.ktail - mem);
 	l->cqes = (size_t)((char *)ring->cq.cqes - mem);

@@ -321,6 +321,7 @@ static inline unsigned int dbr_ring_unsubmitted(const struct dbr_ring *r)
 struct dbr_ring_layout {
 	void *mem;		/* the mapping, len bytes (whole pages) */
 	size_t len;
+	int fd;			/* the ring's fd, which maps it from offset 0 */
 	size_t cq_tail, sq_tail, cqes;	/* offsets in it */
 	uint32_t cq_mask;
 };

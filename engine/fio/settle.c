@@ -515,15 +515,16 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 {
 	struct dbr_options *o = td->eo;
 	unsigned int first, last, i, threads = 0;
-	/* the GPU owner's kernel would have to map this process's rings */
+	/* through a GPU owner its kernel maps this process's rings from the
+	 * ring's fd, handed over (gpu_resident_watch) */
 	bool reads, can = !p2p && !b->host_is_device && b->prov && b->prov->rt &&
 		   b->prov->rt->kernel_start && b->kernel_mode == GPU_KERNEL_RESIDENT &&
-		   b->copy_mode != GPU_COPY_DMA && !gpu_remote_is(b->prov);
+		   b->copy_mode != GPU_COPY_DMA;
 
 	if (o->gpu_watch_cq == 1 && !can && dbr_first_thread(td))
 		dbr_info(b->host_is_device ?
 			 "%s: gpu_watch_cq=1 has no effect with gpu=host: reads land in fio's own buffers, so there is no copy to start from the CQ" :
-			 "%s: gpu_watch_cq=1: no resident copy kernel of this process takes this job's copies (p2p, HIP, gpu_copy=dma, launches per pass, or job processes through the GPU owner): reads' copies go in passes",
+			 "%s: gpu_watch_cq=1: no resident copy kernel of this process takes this job's copies (p2p, HIP, gpu_copy=dma, or launches per pass): reads' copies go in passes",
 			 td->o.name);
 	dbr_run_window(td, &first, &last);
 	for (i = first; i <= last && i < thread_number; i++)

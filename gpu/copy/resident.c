@@ -104,8 +104,16 @@ void gpu_resident_setup(struct gpu_buf *b, struct gpu_stream *s)
 	resident_free(s, r, r_dev);
 }
 
+/* The watched rings' memory released (the kernel has left). */
+static void unwatch(struct gpu_stream *s)
+{
+	s->rt->unmap_host(s->cq_mem);
+	gpu_host_pages_return(s->cq_mem);
+	s->cq_mem = NULL;
+}
+
 int gpu_resident_watch(struct gpu_buf *b, struct gpu_stream *s, void *mem,
-		       size_t len, const struct gpu_cq_offsets *o)
+		       size_t len, int fd, const struct gpu_cq_offsets *o)
 {
 	struct gpu_kring *r = s->kr.r;
 	uint64_t dev;
@@ -113,9 +121,14 @@ int gpu_resident_watch(struct gpu_buf *b, struct gpu_stream *s, void *mem,
 
 	if (!r || s->cq_mem)
 		return -ENOSYS;
-	ret = s->rt->map_host(b, mem, len, &dev);
-	if (ret < 0)
+	/* a GPU owner maps the rings from the ring's fd, handed over */
+	ret = gpu_host_pages_lend(mem, len, fd);
+	if (!ret)
+		ret = s->rt->map_host(b, mem, len, &dev);
+	if (ret < 0) {
+		gpu_host_pages_return(mem);
 		return ret;
+	}
 	/* the kernel reads what it watches when it starts: start it again */
 	gpu_resident_leave(b, s);
 	r->cq_tail = dev + o->cq_tail;
@@ -132,8 +145,7 @@ int gpu_resident_watch(struct gpu_buf *b, struct gpu_stream *s, void *mem,
 	/* passes as before: the next post starts a kernel watching nothing */
 	r->cqes = 0;
 	__atomic_store_n(&r->running, 0, __ATOMIC_RELEASE);
-	s->rt->unmap_host(mem);
-	s->cq_mem = NULL;
+	unwatch(s);
 	b->why[0] = '\0';
 	return ret;
 }
@@ -281,7 +293,6 @@ void gpu_resident_free(struct gpu_stream *s)
 	/* the kernel has left: what a diagnostic build counted is final */
 	memcpy(s->st.kstat, s->kr.r->stats, sizeof(s->st.kstat));
 	if (s->cq_mem)
-		s->rt->unmap_host(s->cq_mem);
-	s->cq_mem = NULL;
+		unwatch(s);
 	resident_free(s, s->kr.r, s->kr.r_dev);
 }

@@ -38,12 +38,13 @@ struct gpu_cq_offsets {
 
 /*
  * Have the resident kernel watch an io_uring's CQ (its rings' memory mem,
- * len bytes, mapped here) and copy the reads whose user_data
+ * len bytes, mapped here from offset 0 of the ring's fd, which a GPU owner
+ * maps the same way) and copy the reads whose user_data
  * gpu_kring_cq_tag made as their CQEs come. 0, or a negative errno (no
  * resident kernel: -ENOSYS).
  */
 int gpu_resident_watch(struct gpu_buf *b, struct gpu_stream *s, void *mem,
-		       size_t len, const struct gpu_cq_offsets *o);
+		       size_t len, int fd, const struct gpu_cq_offsets *o);
 /* The kernel's count of CQEs seen and copied, NULL when none is watched. */
 const uint64_t *gpu_resident_cq_done(const struct gpu_stream *s);
 /* SQEs went in: start the kernel again where it left. */

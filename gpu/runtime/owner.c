@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #include "device.h"
 #include "kernels.h"
@@ -42,6 +43,7 @@ struct own_conn {
 	void *streams[OWN_HANDLES], *events[OWN_HANDLES], *mods[OWN_HANDLES];
 	int export_fd;		/* a dma-buf the runtime closes, or -1 */
 	int failed;		/* a call without a reply failed: skip the rest */
+	pid_t peer;		/* the job process (SO_PEERCRED) */
 	char *buf;		/* one message */
 };
 
@@ -140,14 +142,51 @@ static uint64_t client_to_mine(struct own_conn *c, uint64_t a)
 
 /* ---- calls ------------------------------------------------------------ */
 
+/*
+ * The job process's fd number nr, taken (pidfd_getfd): an io_uring's fd,
+ * which no socket carries. Needs ptrace rights over it (root, or the same
+ * user where Yama lets this process: the job process names it with
+ * PR_SET_PTRACER). A new fd, or a negative errno with the reason in why.
+ */
+static int take_fd(struct own_conn *c, int nr)
+{
+	int pidfd, fd = -1, err = ENOSYS;
+
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+	pidfd = (int)syscall(SYS_pidfd_open, c->peer, 0);
+	if (pidfd >= 0) {
+		fd = (int)syscall(SYS_pidfd_getfd, pidfd, nr, 0);
+		err = errno;
+		close(pidfd);
+	} else {
+		err = errno;
+	}
+#else
+	(void)nr;
+#endif
+	if (fd >= 0)
+		return fd;
+	snprintf(c->b.why, sizeof(c->b.why), "the GPU owner cannot take job process %d's io_uring fd (pidfd_getfd: %s): run fio as root, or as the same user without a ptrace restriction",
+		 (int)c->peer, strerror(err));
+	return -err;
+}
+
 static int do_host(struct own_conn *c, const struct gpu_own_req *q, int fd,
 		   struct gpu_own_rep *p)
 {
 	bool map = q->op == GPU_OWN_MAP_HOST;
 	struct own_region *r;
-	int ret;
+	int ret, taken = -1;
 
+	if (map && q->a[2]) {
+		taken = take_fd(c, (int)(q->a[2] - 1));
+		if (taken < 0)
+			return taken;
+		fd = taken;
+	}
 	r = region_map(c, fd, q->a[0], q->a[1]);
+	if (taken >= 0)
+		close(taken);	/* the mapping keeps what it needs */
 	if (!r)
 		return -ENOMEM;
 	r->mapped = map;
@@ -695,6 +734,15 @@ static void release_all(struct own_conn *c)
 		munmap(c->ctl, sizeof(*c->ctl));
 }
 
+static pid_t peer_of(int sock)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) ? 0 :
+	       cred.pid;
+}
+
 void gpu_owner_serve(int sock, const struct gpu_runtime *rt,
 		     const struct gpu_provider *prov, int dev_id)
 {
@@ -708,6 +756,7 @@ void gpu_owner_serve(int sock, const struct gpu_runtime *rt,
 		goto out;
 	c->sock = sock;
 	c->rt = rt;
+	c->peer = peer_of(sock);
 	c->d.rt = rt;
 	c->export_fd = -1;
 	gpu_buf_init(&c->b, prov, dev_id, gpu_spin_ns());

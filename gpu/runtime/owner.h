@@ -51,7 +51,10 @@ enum gpu_own_op {
 	GPU_OWN_MEM_FREE,
 	GPU_OWN_HOST_REGISTER,	/* fd, a[0] client address, a[1] len -> v[0] owner address */
 	GPU_OWN_HOST_UNREGISTER,	/* a[0] client address */
-	GPU_OWN_MAP_HOST,	/* fd, a[0], a[1] -> v[0] device address, v[1] owner address */
+	GPU_OWN_MAP_HOST,	/* fd, a[0], a[1] -> v[0] device address, v[1] owner address;
+				 * a[2] 1 + the number of the job process's fd
+				 * to take instead (an io_uring's, pidfd_getfd:
+				 * no socket carries one), else 0 */
 	GPU_OWN_UNMAP_HOST,	/* a[0] client address */
 	GPU_OWN_HOST_DEV_ADDR,	/* a[0] owner address -> v[0] device address */
 	GPU_OWN_EXPORT,		/* -> fd, v[0] rt_fd */

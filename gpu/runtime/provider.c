@@ -139,15 +139,30 @@ void gpu_keep_abandoned(struct gpu_buf *b)
 
 bool gpu_host_shared;
 
-static struct { void *p; size_t len; int fd; } shared[8];
+static struct { void *p; size_t len; int fd; bool lent; } shared[8];
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* In the table, under shared_lock: 1, or 0 where it is full. */
+static int remember(void *p, size_t len, int fd, bool lent)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if (!shared[i].p) {
+			shared[i].p = p;
+			shared[i].len = len;
+			shared[i].fd = fd;
+			shared[i].lent = lent;
+			return 1;
+		}
+	return 0;
+}
 
 /* Pages of a memfd, remembered with it so that it can be handed over. */
 static void *shared_pages(size_t len)
 {
-	unsigned int i;
 	void *p = MAP_FAILED;
-	int fd;
+	int fd, kept;
 
 	fd = memfd_create("dmabuf_uring-shared", MFD_CLOEXEC);
 	if (fd < 0)
@@ -155,15 +170,9 @@ static void *shared_pages(size_t len)
 	if (!ftruncate(fd, len))
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	pthread_mutex_lock(&shared_lock);
-	for (i = 0; p != MAP_FAILED && i < sizeof(shared) / sizeof(shared[0]); i++)
-		if (!shared[i].p) {
-			shared[i].p = p;
-			shared[i].len = len;
-			shared[i].fd = fd;
-			break;
-		}
+	kept = p != MAP_FAILED && remember(p, len, fd, false);
 	pthread_mutex_unlock(&shared_lock);
-	if (p != MAP_FAILED && i < sizeof(shared) / sizeof(shared[0]))
+	if (kept)
 		return p;
 	if (p != MAP_FAILED)
 		munmap(p, len);
@@ -192,7 +201,7 @@ void gpu_host_pages_free(void *p, size_t len)
 
 	pthread_mutex_lock(&shared_lock);
 	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
-		if (shared[i].p == p) {
+		if (shared[i].p == p && !shared[i].lent) {
 			close(shared[i].fd);
 			shared[i].p = NULL;
 		}
@@ -200,17 +209,51 @@ void gpu_host_pages_free(void *p, size_t len)
 	munmap(p, len);
 }
 
-int gpu_host_pages_fd(const void *p)
+int gpu_host_pages_lend(void *p, size_t len, int fd)
+{
+	int ok;
+
+	if (!gpu_host_shared)
+		return 0;
+	pthread_mutex_lock(&shared_lock);
+	ok = remember(p, len, fd, true);
+	pthread_mutex_unlock(&shared_lock);
+	return ok ? 0 : -ENOMEM;
+}
+
+void gpu_host_pages_return(void *p)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&shared_lock);
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if (shared[i].p == p && shared[i].lent)
+			shared[i].p = NULL;
+	pthread_mutex_unlock(&shared_lock);
+}
+
+/* The fd behind p in the table, lent or not as asked, else -1. */
+static int fd_of(const void *p, bool lent)
 {
 	unsigned int i;
 	int fd = -1;
 
 	pthread_mutex_lock(&shared_lock);
 	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
-		if (shared[i].p == p)
+		if (shared[i].p == p && shared[i].lent == lent)
 			fd = shared[i].fd;
 	pthread_mutex_unlock(&shared_lock);
 	return fd;
+}
+
+int gpu_host_pages_lent_fd(const void *p)
+{
+	return fd_of(p, true);
+}
+
+int gpu_host_pages_fd(const void *p)
+{
+	return fd_of(p, false);
 }
 
 int gpu_shadow_map(struct gpu_buf *b)

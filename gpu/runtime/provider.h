@@ -207,6 +207,16 @@ void *gpu_host_pages(size_t len);
 void gpu_host_pages_free(void *p, size_t len);
 /* The memfd behind pages gpu_host_pages gave while shared, else -1. */
 int gpu_host_pages_fd(const void *p);
+/*
+ * Pages mapped elsewhere from offset 0 of fd (an io_uring's rings, which no
+ * socket carries: the owner takes the fd by its number, pidfd_getfd), made
+ * known while shared; gpu_host_pages_return forgets them, leaving them
+ * mapped. 0 or a negative errno; nothing to do (0) where not shared.
+ */
+int gpu_host_pages_lend(void *p, size_t len, int fd);
+void gpu_host_pages_return(void *p);
+/* The fd behind pages lent (gpu_host_pages_lend), else -1. */
+int gpu_host_pages_lent_fd(const void *p);
 
 /*
  * Nanoseconds a wait for copies spins before it sleeps, < 0: no sleep; from

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -188,8 +189,13 @@ static int share(struct gpu_buf *b, enum gpu_own_op op, void *host,
 		 size_t len, struct gpu_own_rep *p)
 {
 	struct gpu_own_req q = REQ(op, (uint64_t)(uintptr_t)host, len);
-	int fd = gpu_host_pages_fd(host);
+	int fd = gpu_host_pages_fd(host), lent = gpu_host_pages_lent_fd(host);
 
+	/* an io_uring's rings: the owner takes the ring's fd by its number */
+	if (lent >= 0 && op == GPU_OWN_MAP_HOST) {
+		q.a[2] = (uint64_t)lent + 1;
+		return call(b, &q, NULL, 0, -1, p, NULL);
+	}
 	if (fd < 0) {
 		snprintf(b->why, sizeof(b->why), "host memory at %p is not shared with the GPU owner",
 			 host);
@@ -727,6 +733,9 @@ static int hello(char *why, size_t len)
 	if (ret < 0)
 		snprintf(why, len, "the GPU owner closed the connection at its start");
 	conn.pid = conn.ctl->pid;
+	/* where Yama restricts ptrace to descendants, let the owner take this
+	 * process's ring fd (pidfd_getfd); EINVAL without Yama: nothing to do */
+	prctl(PR_SET_PTRACER, (unsigned long)conn.pid, 0, 0, 0);
 	return ret;
 }
 

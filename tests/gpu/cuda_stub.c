@@ -17,6 +17,12 @@
  *                        the GPU is linked to the CPU by NVLink-C2C
  *   CUDASTUB_LOG=FILE    append "export flags=N" per export call, and the
  *                        module and launch lines below
+ *   CUDASTUB_KRING=1     run the resident copy kernel (dbr_kring) as the
+ *                        unit tests' double of it does (tests/unit/
+ *                        fake_kring.h), a thread per launch on its stream,
+ *                        and cuStreamWriteValue64 stores its value; without
+ *                        it both are refused (CUDA_ERROR_NOT_SUPPORTED) and
+ *                        the engine launches a copy kernel per pass
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -30,6 +36,28 @@
 #include <sys/mman.h>
 
 #include <cuda.h>
+
+#include "provider.h"
+/* the kernel double's clock; the engine's own is hidden in its library */
+__attribute__((visibility("hidden"))) uint64_t gpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+/* the unit tests' driving half of the double (fr_start, fr_load, ...) is unused here */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "fake_kring.h"
+#pragma GCC diagnostic pop
+
+static bool kring_on(void)
+{
+	const char *s = getenv("CUDASTUB_KRING");
+
+	return s && !strcmp(s, "1");
+}
 
 static const char *env(const char *name, const char *def)
 {
@@ -239,24 +267,63 @@ CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p,
 	return CUDA_SUCCESS;
 }
 
-static int stream_dummy, event_dummy;
+/*
+ * Streams: copies run at once; what a stream waits for is the resident
+ * kernel's start running on it (a thread that leaves when stopped or idle).
+ */
+struct stub_stream {
+	pthread_mutex_t mu;
+	pthread_t th;
+	bool have_th;
+};
+static int event_dummy;
 
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 {
+	struct stub_stream *s = calloc(1, sizeof(*s));
+
 	(void)Flags;
-	*phStream = (CUstream)&stream_dummy;
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_init(&s->mu, NULL);
+	*phStream = (CUstream)s;
 	return CUDA_SUCCESS;
 }
 
 CUresult cuStreamSynchronize(CUstream hStream)
 {
-	(void)hStream;
+	struct stub_stream *s = (struct stub_stream *)hStream;
+
+	if (!s)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&s->mu);
+	if (s->have_th)
+		pthread_join(s->th, NULL);
+	s->have_th = false;
+	pthread_mutex_unlock(&s->mu);
 	return CUDA_SUCCESS;
 }
 
 CUresult cuStreamDestroy(CUstream hStream)
 {
-	(void)hStream;
+	struct stub_stream *s = (struct stub_stream *)hStream;
+
+	cuStreamSynchronize(hStream);
+	if (s) {
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWriteValue64_v2(CUstream stream, CUdeviceptr addr,
+				 cuuint64_t value, unsigned int flags)
+{
+	(void)stream;
+	(void)flags;
+	if (!kring_on())
+		return CUDA_ERROR_NOT_SUPPORTED;
+	__atomic_store_n((uint64_t *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
 	return CUDA_SUCCESS;
 }
 
@@ -312,8 +379,9 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
  * Modules and launches. dbr_kcopy (gpu/copy/kcopy_ptx.h) runs at once on the
  * host, as the copies above do: its descriptors move 16-byte units between
  * the staging area and "device" memory (both host memory here), and a
- * fencing launch writes its ticket into the host word. Any other kernel
- * (the resident one) is refused. With CUDASTUB_LOG: "module load ENTRY",
+ * fencing launch writes its ticket into the host word. The resident one
+ * runs on a thread of its own where CUDASTUB_KRING=1 (fake_kring.h), and
+ * is refused otherwise. With CUDASTUB_LOG: "module load ENTRY",
  * "module unload" and, per launch, "launch slot=N thread=T", so a test
  * can count loads and see which counter slot each thread's stream got.
  */
@@ -348,6 +416,31 @@ CUresult cuModuleUnload(CUmodule hmod)
 	return CUDA_SUCCESS;
 }
 
+/*
+ * dbr_kring(ring, host, dev), all "device" addresses that are host ones
+ * here: a thread after the kernel before it on the stream.
+ */
+static CUresult start_kring(CUstream hStream, void **kernelParams)
+{
+	struct stub_stream *s = (struct stub_stream *)hStream;
+	struct fr_k k = {
+		.r = (struct gpu_kring *)(uintptr_t)*(uint64_t *)kernelParams[0],
+		.host = (uint8_t *)(uintptr_t)*(uint64_t *)kernelParams[1],
+		.dev = (uint8_t *)(uintptr_t)*(uint64_t *)kernelParams[2],
+		.cq_mapped = true,
+	};
+	int ret;
+
+	if (!s)
+		return CUDA_ERROR_INVALID_VALUE;
+	fr.idle_ns = 2000000;		/* GPU_KRING_IDLE_NS */
+	pthread_mutex_lock(&s->mu);
+	ret = fr_start_k(&k, &s->th, &s->have_th);
+	pthread_mutex_unlock(&s->mu);
+	stub_log("launch dbr_kring thread=%lu\n", (unsigned long)pthread_self());
+	return ret ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 			unsigned int gridDimY, unsigned int gridDimZ,
 			unsigned int blockDimX, unsigned int blockDimY,
@@ -360,7 +453,9 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 	unsigned int i;
 
 	(void)gridDimY; (void)gridDimZ; (void)blockDimX; (void)blockDimY;
-	(void)blockDimZ; (void)sharedMemBytes; (void)hStream; (void)extra;
+	(void)blockDimZ; (void)sharedMemBytes; (void)extra;
+	if (f == (CUfunction)&kring_fn && kring_on())
+		return start_kring(hStream, kernelParams);
 	if (f != (CUfunction)&kcopy_fn)
 		return CUDA_ERROR_NOT_SUPPORTED;
 	host = (char *)(uintptr_t)*(uint64_t *)kernelParams[0];

@@ -112,6 +112,38 @@ case $loads in
 *)	fail "processes-through-owner: module loads $loads, want dbr_kcopy:1 and dbr_kring:1 or 2" ;;
 esac
 
+# The resident kernel run by the stub (CUDASTUB_KRING=1: fake_kring.h's
+# double, a thread per launch), with verify through "device" memory: as job
+# threads; watching the ring's CQ; and as job processes through the GPU
+# owner, whose kernel watches each job process's CQ in rings it maps from
+# the job's ring fd, taken by number (no socket carries an io_uring fd)
+# kring_case NAME WANT-CQ FIO-ARGS...: passes to the resident kernel in
+# every job's line, and with WANT-CQ=1 reads copied from the CQ in each
+kring_case() {
+	local name=$1 want_cq=$2 out=$TMPD/$1.out n passes cq
+	shift 2
+	CUDASTUB_KRING=1 LD_LIBRARY_PATH=$stub run_ok "$name" --name=cuda \
+		--filename="$f" --size=8m --offset_increment=8m --bs=4k --iodepth=8 \
+		--rw=randwrite --gpu=cuda --transfer=bounce --direct=1 \
+		--verify=crc32c --verify_fatal=1 --numjobs=2 "$@"
+	n=$(grep -c '^dmabuf_uring: cuda thread [01]: 0 -EAGAIN' "$out")
+	passes=$(grep -c 'passes to the resident kernel ([1-9]' "$out")
+	cq=$(grep -c 'reads copied by the resident kernel from the ring.s CQ' "$out")
+	if [ "$n" = 2 ] && [ "$passes" = 2 ] &&
+		{ [ "$want_cq" = 0 ] || [ "$cq" = 2 ]; }; then
+		pass "$name: both jobs' copies through the resident kernel ($(grep -m1 -o '[0-9]* passes to the resident kernel' "$out")$([ "$want_cq" = 1 ] && echo ", $(grep -m1 -o '[0-9]* reads copied by the resident kernel' "$out") from the CQ"))"
+	else
+		fail "$name: $n job lines, $passes with passes to the resident kernel, $cq with reads from the CQ"
+		grep -m3 '^dmabuf_uring' "$out" | cut -c1-300
+	fi
+}
+kring_case kring-threads 0 --thread --gpu_watch_cq=0
+kring_case kring-threads-watch 1 --thread --gpu_watch_cq=1
+kring_case kring-owner-watch 1 --gpu_watch_cq=1
+grep -q "copies in the GPU owner's context" "$TMPD/kring-owner-watch.out" &&
+	grep -q "resident, watching the ring's CQ" "$TMPD/kring-owner-watch.out" &&
+	pass "kring-owner-watch: the path line says the owner's kernel watches the CQ" ||
+	fail "kring-owner-watch: the path line: $(grep -m1 'gpu=cuda dev=' "$TMPD/kring-owner-watch.out")"
 
 # DBR_KRING_PTX (the resident kernel's diagnostic build, gpu-proof rounds)
 # naming a file that is not there, or one that is not the kernel's PTX: the

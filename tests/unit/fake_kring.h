@@ -35,7 +35,10 @@ static size_t desc_len(const struct gpu_kdesc *d)
  * each after fr.delay_us, copying descriptors last first; it leaves on stop or
  * after fr.idle_ns with nothing posted, saying so first as the kernel does.
  * It counts what a GPU would refuse in fr.bad. A test's kernel_start checks
- * its arguments, sets fr.host and fr.dev and calls fr_start.
+ * its arguments, sets fr.host and fr.dev and calls fr_start; a start reads
+ * them, fr.r and the watched CQ's mapping once (struct fr_k), as the kernel
+ * takes its arguments, so that several can run at once (fr_start_k, for
+ * the CUDA driver stub, whose "device" addresses are host ones).
  */
 static struct {
 	struct gpu_kring *r;
@@ -57,6 +60,15 @@ static struct {
 	unsigned int cq_rounds, cq_copies;
 } fr;
 
+/* What one start works on: its arguments, and the CQ's mapping. */
+struct fr_k {
+	struct gpu_kring *r;
+	uint8_t *host, *dev;
+	uint8_t *cq_mem;	/* NULL with cq_dev 0: device addresses are host ones */
+	uint64_t cq_dev;
+	bool cq_mapped;		/* a watched CQ is mapped for this start */
+};
+
 /* What a start read of the watched CQ (kring.h's cq_* words). */
 struct fr_cq {
 	const uint32_t *tail, *sq_tail;
@@ -64,22 +76,23 @@ struct fr_cq {
 	uint32_t mask, seen;
 };
 
-static const void *fr_cq_at(uint64_t dev)
+static const void *fr_cq_at(const struct fr_k *k, uint64_t dev)
 {
-	return fr.cq_mem + (dev - fr.cq_dev);
+	return k->cq_mem + (dev - k->cq_dev);
 }
 
 /* As the kernel does at its start: what it watches, and from where. */
-static void fr_cq_read(struct gpu_kring *r, struct fr_cq *q)
+static void fr_cq_read(const struct fr_k *k, struct gpu_kring *r,
+		       struct fr_cq *q)
 {
 	memset(q, 0, sizeof(*q));
 	if (!r->cqes)
 		return;
-	if (!fr.cq_mem)
+	if (!k->cq_mapped)
 		fr.bad++;
-	q->tail = fr_cq_at(r->cq_tail);
-	q->sq_tail = fr_cq_at(r->sq_tail);
-	q->cqes = fr_cq_at(r->cqes);
+	q->tail = fr_cq_at(k, r->cq_tail);
+	q->sq_tail = fr_cq_at(k, r->sq_tail);
+	q->cqes = fr_cq_at(k, r->cqes);
 	q->mask = (uint32_t)r->cq_mask;
 	q->seen = (uint32_t)__atomic_load_n(&r->cq_done, __ATOMIC_ACQUIRE);
 }
@@ -101,7 +114,8 @@ static bool fr_cq_inflight(const struct fr_cq *q)
  * once fr.hold_cq is clear and after fr.delay_us, the tagged reads' bytes
  * copied host -> device last first, then cq_done.
  */
-static void fr_run_cq(struct gpu_kring *r, struct fr_cq *q)
+static void fr_run_cq(const struct fr_k *k, struct gpu_kring *r,
+		      struct fr_cq *q)
 {
 	uint32_t tail = __atomic_load_n(q->tail, __ATOMIC_ACQUIRE);
 	uint32_t n = tail - q->seen, i;
@@ -120,7 +134,7 @@ static void fr_run_cq(struct gpu_kring *r, struct fr_cq *q)
 		    c->res <= 0)
 			continue;
 		off = gpu_kring_cq_off(ud);
-		memcpy(fr.dev + off, fr.host + off, ((size_t)c->res + 15) / 16 * 16);
+		memcpy(k->dev + off, k->host + off, ((size_t)c->res + 15) / 16 * 16);
 		fr.cq_copies++;
 	}
 	q->seen += n;
@@ -225,7 +239,8 @@ static uint64_t fr_ticket(const struct gpu_kpass *p)
 	return p->ticket >> 1;
 }
 
-static void fr_run_pass(struct gpu_kpass *p, uint64_t *ticket)
+static void fr_run_pass(const struct fr_k *k, struct gpu_kpass *p,
+			uint64_t *ticket)
 {
 	uint64_t t = fr_ticket(p);
 	unsigned int i;
@@ -238,8 +253,8 @@ static void fr_run_pass(struct gpu_kpass *p, uint64_t *ticket)
 		size_t len = desc_len(&p->d[i]);
 		bool to_host = p->d[i].len & GPU_KDESC_D2H;
 
-		memcpy((to_host ? fr.host : fr.dev) + off,
-		       (to_host ? fr.dev : fr.host) + off, len);
+		memcpy((to_host ? k->host : k->dev) + off,
+		       (to_host ? k->dev : k->host) + off, len);
 	}
 	if (t)
 		*ticket = t;
@@ -255,9 +270,10 @@ static void fr_run_pass(struct gpu_kpass *p, uint64_t *ticket)
  */
 #define FR_POLL_SLOTS	4u
 
-static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq,
+static uint64_t fr_run_round(const struct fr_k *k, uint64_t seq,
 			     uint64_t *ticket)
 {
+	struct gpu_kring *r = k->r;
 	uint64_t take, j, last = *ticket, posted;
 	bool hdr;
 
@@ -278,7 +294,7 @@ static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq,
 		/* the host refills a slot only once the kernel is done with it */
 		if (!fr_posted(r, seq + j, &hdr))
 			fr.bad++;
-		fr_run_pass(&r->slot[(seq + j) % GPU_KRING_SLOTS], &t);
+		fr_run_pass(k, &r->slot[(seq + j) % GPU_KRING_SLOTS], &t);
 		if (t > *ticket)
 			*ticket = t;
 	}
@@ -289,19 +305,27 @@ static uint64_t fr_run_round(struct gpu_kring *r, uint64_t seq,
 	return take;
 }
 
-static void *fr_kernel(void *prev)
+/* A start: its arguments, and the start before it on its stream. */
+struct fr_launch {
+	struct fr_k k;
+	pthread_t prev;
+	bool have_prev;
+};
+
+static void *fr_kernel(void *arg)
 {
-	struct gpu_kring *r = fr.r;
+	struct fr_launch *l = arg;
+	struct fr_k k = l->k;
+	struct gpu_kring *r = k.r;
 	uint64_t seq, ticket = 0;
 	struct fr_cq q;
 	bool hdr;
 
-	if (prev) {
-		pthread_join(*(pthread_t *)prev, NULL);
-		free(prev);
-	}
+	if (l->have_prev)
+		pthread_join(l->prev, NULL);
+	free(l);
 	seq = fr_get(&r->tail);
-	fr_cq_read(r, &q);
+	fr_cq_read(&k, r, &q);
 	fr_set(&r->starts, fr_get(&r->starts) + 1);
 	fr_set(&r->running, 1);
 	while (!fr_wait_posted(r, seq, &q)) {
@@ -309,10 +333,10 @@ static void *fr_kernel(void *prev)
 		unsigned int j;
 
 		if (fr_cq_waiting(&q))
-			fr_run_cq(r, &q);
+			fr_run_cq(&k, r, &q);
 		if (!fr_posted(r, seq, &hdr))
 			continue;
-		seq += fr_run_round(r, seq, &ticket);
+		seq += fr_run_round(&k, seq, &ticket);
 		if (!fr.stats)
 			continue;
 		/* the diagnostic build's counts; a microsecond per phase */
@@ -333,20 +357,37 @@ static void *fr_kernel(void *prev)
  * stream runs them), unless fr.never_start: the start is accepted and
  * the kernel never runs.
  */
+/*
+ * A start of k after the one running as *th where *have_th (a stream runs
+ * its launches one after the other); *th becomes this one. 0 or -EAGAIN.
+ */
+static int fr_start_k(const struct fr_k *k, pthread_t *th, bool *have_th)
+{
+	struct fr_launch *l = malloc(sizeof(*l));
+
+	if (!l)
+		return -EAGAIN;
+	*l = (struct fr_launch){ .k = *k, .prev = *th, .have_prev = *have_th };
+	*have_th = !pthread_create(th, NULL, fr_kernel, l);
+	if (*have_th)
+		return 0;
+	if (l->have_prev)
+		pthread_join(l->prev, NULL);
+	free(l);
+	return -EAGAIN;
+}
+
 static int fr_start(void *stream)
 {
-	pthread_t *prev = NULL;
+	struct fr_k k = { .r = fr.r, .host = fr.host, .dev = fr.dev,
+			  .cq_mem = fr.cq_mem, .cq_dev = fr.cq_dev,
+			  .cq_mapped = fr.cq_mem != NULL };
 
 	fr.starts++;
 	if (fr.never_start)
 		return 0;
 	fr.stream = stream;
-	if (fr.have_th) {
-		prev = malloc(sizeof(*prev));
-		*prev = fr.th;
-	}
-	fr.have_th = !pthread_create(&fr.th, NULL, fr_kernel, prev);
-	return fr.have_th ? 0 : -EAGAIN;
+	return fr_start_k(&k, &fr.th, &fr.have_th);
 }
 
 /* A wait for the kernel's stream: for every start so far to have left. */

@@ -447,7 +447,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 			unsigned int blockDimZ, unsigned int sharedMemBytes,
 			CUstream hStream, void **kernelParams, void **extra)
 {
-	const struct { uint32_t off, len; } *d = kernelParams[4];
+	const struct { uint32_t off, len; } *d;
 	char *host, *dev;
 	uint64_t flag;
 	unsigned int i;
@@ -458,6 +458,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 		return start_kring(hStream, kernelParams);
 	if (f != (CUfunction)&kcopy_fn)
 		return CUDA_ERROR_NOT_SUPPORTED;
+	d = kernelParams[4];	/* dbr_kcopy's descriptors (dbr_kring has 3 arguments) */
 	host = (char *)(uintptr_t)*(uint64_t *)kernelParams[0];
 	dev = (char *)(uintptr_t)*(uint64_t *)kernelParams[1];
 	flag = *(uint64_t *)kernelParams[2];

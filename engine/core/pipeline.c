@@ -6,7 +6,9 @@
  * (gpu/copy/stream.h) over the buffer's runtime calls.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kring.h"
 #include "pipeline.h"
@@ -100,28 +102,49 @@ static int pipe_kick(void *arg)
  * both rings (IORING_FEAT_SINGLE_MMAP). Where any of it is missing the
  * reads' copies go in passes as before.
  */
+/* Why the CQ is not watched, in p->watch_why (what == NULL: ret's words). */
+static void pipe_no_watch(struct dbr_pipe *p, const char *what, int ret)
+{
+	snprintf(p->watch_why, sizeof(p->watch_why), "%s",
+		 what && what[0] ? what : strerror(-ret));
+}
+
 static void pipe_watch_cq(struct dbr_pipe *p)
 {
 	struct dbr_ring_layout l;
 	struct gpu_cq_offsets o;
 	unsigned int i;
+	int ret;
 
-	if (!p->stream_live || p->p2p ||
-	    (p->ring->setup_flags & IORING_SETUP_DEFER_TASKRUN) ||
-	    dbr_ring_layout(p->ring, &l) < 0)
+	if (!p->stream_live || p->p2p)
 		return;
+	if (p->ring->setup_flags & IORING_SETUP_DEFER_TASKRUN) {
+		pipe_no_watch(p, "the ring holds completions until the thread enters (DEFER_TASKRUN)", 0);
+		return;
+	}
+	if (dbr_ring_layout(p->ring, &l) < 0) {
+		pipe_no_watch(p, "the kernel maps the SQ and CQ rings apart (no IORING_FEAT_SINGLE_MMAP)", 0);
+		return;
+	}
 	p->slots = calloc(p->depth, sizeof(*p->slots));
 	p->free_slots = calloc(p->depth, sizeof(*p->free_slots));
-	if (!p->slots || !p->free_slots)
+	if (!p->slots || !p->free_slots) {
+		pipe_no_watch(p, NULL, -ENOMEM);
 		goto fail;
+	}
 	o = (struct gpu_cq_offsets){
 		.cq_tail	= l.cq_tail,
 		.sq_tail	= l.sq_tail,
 		.cqes		= l.cqes,
 		.cq_mask	= l.cq_mask,
 	};
-	if (gpu_resident_watch(p->buf, &p->stream, l.mem, l.len, l.fd, &o) < 0)
+	ret = gpu_resident_watch(p->buf, &p->stream, l.mem, l.len, l.fd, &o);
+	if (ret < 0) {
+		pipe_no_watch(p, ret == -ENOSYS ? "no resident copy kernel runs" :
+				 p->buf->why, ret);
+		p->buf->why[0] = '\0';	/* said as the watch's, not an error */
 		goto fail;
+	}
 	for (i = 0; i < p->depth; i++)
 		p->free_slots[i] = (uint16_t)i;
 	p->nr_free = p->depth;
@@ -160,7 +183,9 @@ int dbr_pipe_init(struct dbr_pipe *p, struct dbr_ring *ring,
 	if (!p->pass)
 		return -ENOMEM;
 	ret = pipe_stream_init(p);
-	if (!ret && watch && p->depth <= GPU_KRING_CQ_SLOTS)
+	if (!ret && watch && p->depth > GPU_KRING_CQ_SLOTS)
+		pipe_no_watch(p, "iodepth is over the CQ tag's slots", 0);
+	else if (!ret && watch)
 		pipe_watch_cq(p);
 	return ret;
 }

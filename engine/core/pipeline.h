@@ -113,6 +113,7 @@ struct dbr_pipe {
 	bool stream_live;
 	/* the resident kernel watches the ring's CQ and copies reads itself */
 	bool cq_gpu;
+	char watch_why[200];	/* asked to watch and could not: why ("" else) */
 	struct dbr_req **slots;		/* tagged requests by slot */
 	uint16_t *free_slots;
 	unsigned int nr_free;

@@ -121,6 +121,9 @@ void dbr_say_path(struct thread_data *td, struct dbr_data *dd)
 	gpu_stream_describe(dbr_pipe_stream(&s->pipe), &s->buf, copies,
 			   sizeof(copies));
 	say_context(td, dd, ctx, sizeof(ctx));
+	if (s->pipe.watch_why[0])
+		dbr_info("%s: gpu_watch_cq: the resident kernel does not watch the ring's CQ: %s; reads' copies go in passes",
+			 td->o.name, s->pipe.watch_why);
 	dbr_info("%s: gpu=%s dev=%d transfer=%s%s (%s%s%s%s), ring %s, %s%s%s",
 		 td->o.name, s->buf.prov->name, s->buf.dev_id,
 		 s->p2p ? "p2p" : "bounce",

@@ -333,11 +333,15 @@ static const struct gpu_provider fake_provider = {
 #define FAKE_CQ_DEV	0x7c0000000000ull	/* a watched ring's memory */
 
 static uint64_t *fk_word;	/* the stream's host word */
+static bool fk_refuse_cq;	/* the watched ring's mapping is refused */
 
 static int fk_map_host(struct gpu_buf *b, void *host, size_t len,
 		       uint64_t *dev_addr)
 {
-	(void)b;
+	if (fk_word && fr.r && fk_refuse_cq) {
+		snprintf(b->why, sizeof(b->why), "no room to page-lock the rings");
+		return -ENOMEM;
+	}
 	if (fk_word && fr.r) {	/* both mapped: a ring the kernel watches */
 		fr.cq_mem = host;
 		fr.cq_dev = *dev_addr = FAKE_CQ_DEV;
@@ -1189,6 +1193,39 @@ static void run_watch_cq(void)
 }
 
 /*
+ * gpu_watch_cq asked for, and the runtime refuses to map the rings (a GPU
+ * owner that cannot take the ring's fd says so the same way): the reason is
+ * kept for the job's line, and reads' copies go in passes, data intact.
+ */
+static void run_watch_refused(void)
+{
+	unsigned int b;
+	struct job j;
+
+	fake_rrt_init();
+	fr_reset(0, 1000000000);
+	fk_refuse_cq = true;
+	job_watch = true;
+	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 31);
+	job_watch = false;
+	fk_refuse_cq = false;
+	CHECK(!j.s.pipe.cq_gpu && !j.s.pipe.stream.cq_mem &&
+	      !strcmp(j.s.pipe.watch_why, "no room to page-lock the rings"),
+	      "watch refused: not watched, the runtime's reason kept ('%s')",
+	      j.s.pipe.watch_why);
+	fill_file(&j);
+	j.check_reads = true;
+	for (b = 0; b < DEPTH; b++)
+		queue_committed(&j, DBR_OP_READ, b);
+	drain_job(&j);
+	CHECK(!j.bad_bytes && !j.errors && !fr.cq_copies &&
+	      dbr_pipe_copy_stats(&j.s.pipe)->passes > 0,
+	      "watch refused: reads copied in passes (%lu), %lu bad bytes",
+	      dbr_pipe_copy_stats(&j.s.pipe)->passes, j.bad_bytes);
+	job_exit(&j);
+}
+
+/*
  * A job over the resident kernel collecting one I/O a call, with n I/O of
  * op queued, committed and all ready, none collected: true when they got
  * there. With I/O ready a reap reads only the CQ, so the loop also enters
@@ -1306,6 +1343,7 @@ int main(void)
 	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
 	run_resident();
 	run_watch_cq();
+	run_watch_refused();
 	run_reap_while_ready();
 	run_writes_gather_while_ready();
 	CHECK(count_fds() == before, "no descriptor left open (%d before, %d after)",

@@ -89,7 +89,9 @@ static void say_context(const struct thread_data *td,
 {
 	switch (dd->ctx) {
 	case DBR_CTX_OWNER:
-		snprintf(buf, len, "; copies in the GPU owner's context (pid %ld, shared by the run's job processes)",
+		snprintf(buf, len, dd->sess.p2p ?
+			 "; GPU memory and its dma-buf from the GPU owner (pid %ld, shared by the run's job processes)" :
+			 "; copies in the GPU owner's context (pid %ld, shared by the run's job processes)",
 			 gpu_remote_owner_pid());
 		break;
 	case DBR_CTX_MPS:

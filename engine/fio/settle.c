@@ -550,7 +550,7 @@ static void say_sliced(struct thread_data *td, const struct gpu_provider *prov,
 
 /* The owner of this thread's GPU for the run, started where need be. */
 static int use_owner(struct thread_data *td, struct dbr_data *dd,
-		     const struct gpu_provider **provp, int dev)
+		     const struct gpu_provider **provp, int dev, bool p2p)
 {
 	struct dbr_options *o = td->eo;
 	const struct gpu_provider *remote;
@@ -570,7 +570,8 @@ static int use_owner(struct thread_data *td, struct dbr_data *dd,
 	}
 	dd->ctx = DBR_CTX_PROCESS;
 	snprintf(msg, sizeof(msg), "the GPU owner could not start: %s", why);
-	say_sliced(td, *provp, msg);
+	if (!p2p)
+		say_sliced(td, *provp, msg);
 	return 0;
 }
 
@@ -581,11 +582,16 @@ int dbr_pick_context(struct thread_data *td, struct dbr_data *dd,
 	const struct gpu_provider *prov = *provp;
 	bool mps = prov->mps && prov->mps(dev) == 1;
 
-	/* p2p copies nothing: a context of its own costs the job no turn */
-	dd->ctx = dbr_context_of(p2p ? 0 : o->gpu_owner, !td->o.use_thread,
+	/*
+	 * p2p too: the owner's memory is exported and its dma-buf handed over,
+	 * so a job process holds no context of its own (GPU memory, a start),
+	 * and gpu_sync's copies are not time-sliced. Without the owner p2p
+	 * copies nothing unless gpu_sync is on: no time-slice line for it.
+	 */
+	dd->ctx = dbr_context_of(o->gpu_owner, !td->o.use_thread,
 				 prov->rt != NULL, mps);
 	if (dd->ctx == DBR_CTX_OWNER)
-		return use_owner(td, dd, provp, dev);
+		return use_owner(td, dd, provp, dev, p2p);
 	if (dd->ctx == DBR_CTX_PROCESS && !td->o.use_thread && !p2p)
 		say_sliced(td, prov, "gpu_owner=0");
 	return 0;

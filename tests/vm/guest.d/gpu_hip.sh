@@ -17,6 +17,7 @@ check=$BUILDDIR/tests/gpu/gpu_check
 	skip "the HIP double or gpu_check is not built (make check builds them)"
 [ -b $NS ] || skip "no $NS in this guest"
 export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export HIPDOUBLE_REPORT=$TMPD/report
 mode=${DBR_VM_MODE:-stock}
 common=(--filename=$NS --size=16M --direct=1 --gpu=hip --thread)
 
@@ -50,6 +51,22 @@ if [ "$mode" = p2p ]; then
 		fail "p2p with gpu=hip: path line missing"
 	run_ok hip-p2p-read-nosync --name=hp "${common[@]}" --transfer=p2p --gpu_sync=0 \
 		--rw=randread --bs=64k --iodepth=8
+	# job processes (no --thread): the GPU owner allocates and exports, the
+	# dma-buf comes over the socket and each job process registers it with
+	# its own ring; only the owner calls the runtime; writes verified
+	out=$TMPD/hip-p2p-processes.out
+	: >"$HIPDOUBLE_REPORT"
+	run_ok hip-p2p-processes --name=hq --filename=$NS --size=8M --direct=1 \
+		--gpu=hip --transfer=p2p --rw=randwrite --bs=16k --iodepth=8 \
+		--numjobs=2 --offset_increment=8M --verify=crc32c --verify_fatal=1
+	owner=$(sed -n "s/.*dma-buf from the GPU owner (pid \([0-9]*\),.*/\1/p" "$out" | head -1)
+	pids=$(hip_report "$HIPDOUBLE_REPORT" | awk '{ print $1 }' | sort -u | tr '\n' ' ')
+	if [ -n "$owner" ] && [ "$pids" = "pid=$owner " ] &&
+		[ "$(grep -c '^hq: (groupid=0, jobs=1): err= 0' "$out")" = 2 ]; then
+		pass "p2p as 2 job processes: the owner's dma-buf, only the owner called the runtime ($pids)"
+	else
+		fail "p2p as job processes: owner '$owner', runtime calls from '$pids': $(grep -m1 'gpu=hip dev=0' "$out" | cut -c1-200)"
+	fi
 	# an area over 1 GiB (tests/vm/over-1g.sh): the double exports the pieces
 	# (hipMemGetHandleForAddressRange on sub-ranges); "GPU" memory and the
 	# host shadow both need the memory

@@ -93,6 +93,13 @@ static int pipe_kick(void *arg)
 	return gpu_resident_kick(p->buf, &p->stream);
 }
 
+/* Why the CQ is not watched, in p->watch_why (what == NULL: ret's words). */
+static void pipe_no_watch(struct dbr_pipe *p, const char *what, int ret)
+{
+	snprintf(p->watch_why, sizeof(p->watch_why), "%s",
+		 what && what[0] ? what : strerror(-ret));
+}
+
 /*
  * gpu_watch_cq: the resident kernel watches the ring's CQ (its rings'
  * memory mapped for the GPU) and copies each tagged read's bytes as its
@@ -102,13 +109,6 @@ static int pipe_kick(void *arg)
  * both rings (IORING_FEAT_SINGLE_MMAP). Where any of it is missing the
  * reads' copies go in passes as before.
  */
-/* Why the CQ is not watched, in p->watch_why (what == NULL: ret's words). */
-static void pipe_no_watch(struct dbr_pipe *p, const char *what, int ret)
-{
-	snprintf(p->watch_why, sizeof(p->watch_why), "%s",
-		 what && what[0] ? what : strerror(-ret));
-}
-
 static void pipe_watch_cq(struct dbr_pipe *p)
 {
 	struct dbr_ring_layout l;

@@ -490,7 +490,11 @@ static int do_async(struct own_conn *c, const struct gpu_own_req *q,
 	return -EINVAL;
 }
 
-/* Calls with a reply. */
+static uint64_t tv_ns(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000000ull + (uint64_t)tv->tv_usec * 1000ull;
+}
+
 /*
  * The CPU this thread spent for its job process: fio's cpu line counts the
  * job process alone, and the calls it sends here are part of its I/O.
@@ -501,13 +505,12 @@ static int thread_cpu(struct gpu_own_rep *p)
 
 	if (getrusage(RUSAGE_THREAD, &ru))
 		return -errno;
-	p->v[0] = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull +
-		  (uint64_t)ru.ru_utime.tv_usec * 1000ull;
-	p->v[1] = (uint64_t)ru.ru_stime.tv_sec * 1000000000ull +
-		  (uint64_t)ru.ru_stime.tv_usec * 1000ull;
+	p->v[0] = tv_ns(&ru.ru_utime);
+	p->v[1] = tv_ns(&ru.ru_stime);
 	return 0;
 }
 
+/* Calls with a reply. */
 static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 		   const void *payload, size_t plen, int fd,
 		   struct gpu_own_rep *p, int *fd_out)

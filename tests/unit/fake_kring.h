@@ -64,7 +64,7 @@ static struct {
 struct fr_k {
 	struct gpu_kring *r;
 	uint8_t *host, *dev;
-	uint8_t *cq_mem;	/* NULL with cq_dev 0: device addresses are host ones */
+	uint8_t *cq_mem;	/* NULL: device addresses are host ones */
 	uint64_t cq_dev;
 	bool cq_mapped;		/* a watched CQ is mapped for this start */
 };
@@ -78,6 +78,8 @@ struct fr_cq {
 
 static const void *fr_cq_at(const struct fr_k *k, uint64_t dev)
 {
+	if (!k->cq_mem)		/* device addresses are host ones */
+		return (const void *)(uintptr_t)dev;
 	return k->cq_mem + (dev - k->cq_dev);
 }
 
@@ -353,11 +355,6 @@ static void *fr_kernel(void *arg)
 }
 
 /*
- * One start of the kernel on stream (after the ones before it, as a
- * stream runs them), unless fr.never_start: the start is accepted and
- * the kernel never runs.
- */
-/*
  * A start of k after the one running as *th where *have_th (a stream runs
  * its launches one after the other); *th becomes this one. 0 or -EAGAIN.
  */
@@ -377,6 +374,11 @@ static int fr_start_k(const struct fr_k *k, pthread_t *th, bool *have_th)
 	return -EAGAIN;
 }
 
+/*
+ * One start of the kernel on stream (after the ones before it, as a
+ * stream runs them), unless fr.never_start: the start is accepted and
+ * the kernel never runs.
+ */
 static int fr_start(void *stream)
 {
 	struct fr_k k = { .r = fr.r, .host = fr.host, .dev = fr.dev,

@@ -7,6 +7,9 @@
 # into a host buffer, then cudaMemcpy) for the 1-thread reads, alternating
 # (scripts/perf, LAT_REPEAT repetitions); clat p50/p99/p99.9 per case in
 # scripts/perf's results table (results.md).
+# First the floor without fio: gpu-proof.d/pingpong.cu, a post and a
+# resident kernel's answer, with and without a 4 KiB copy (LAT_FLOOR=0
+# skips it).
 #   LAT_TARGETS (zram shm), LAT_THREADS (1 4), LAT_REPEAT (5), LAT_SET
 #   (engine options for ours, e.g. "gpu_watch_cq=1").
 # Sourced by scripts/gpu-proof, which has built fio and the engine.
@@ -22,8 +25,19 @@ lat_job() {
 	echo "$f"
 }
 
+# the round trip of a post and a resident kernel's answer, no fio
+lat_floor() {
+	section "the floor: a resident kernel's answer to one post (pingpong)"
+	"$CUDA/bin/nvcc" -O2 -Wno-deprecated-gpu-targets -o "$W/pingpong" \
+		"$top/scripts/gpu-proof.d/pingpong.cu" >"$RUNS/pingpong-build.log" 2>&1 ||
+		{ note "latency: pingpong not built (no nvcc in $CUDA/bin?): $RUNS/pingpong-build.log"; return; }
+	x "$W/pingpong" "${LAT_FLOOR_REPS:-3}" | tee -a "$summary"
+}
+
 proof_latency() {
 	local t nj jobs sets=() kv impl
+
+	[ "${LAT_FLOOR:-1}" = 0 ] || lat_floor
 
 	for kv in ${LAT_SET:-}; do sets+=(--set "$kv"); done
 	section "one I/O at a time: the copy's share of a 4k read and write"

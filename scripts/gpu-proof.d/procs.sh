@@ -5,8 +5,10 @@
 # processes, on /dev/zram0 and /dev/shm, ours and fio's engine alternating
 # (scripts/perf, PROCS_REPEAT repetitions, median and minimum of the
 # per-repetition ratios); without MPS, then with an MPS server (PROCS_MPS=0
-# skips it); 4k reads as job threads beside them, and fio's libcufile
-# engine (cuda_io=posix, threads as its examples run it) once per case.
+# skips it); fio's libcufile engine (cuda_io=posix, threads as its
+# examples run it) once per case;
+# for 1 MiB reads the ceiling loop (gpu-proof.d/ceiling.c: the same bytes
+# through pinned slots and DMA copies, without fio), where PCIe is the limit.
 #   PROCS_TARGETS (zram shm), PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
 #   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1).
 # Sourced by scripts/gpu-proof, which has built fio and the engine.
@@ -45,6 +47,11 @@ procs_cases() {
 		--target "$DEV" --size "$share" --set offset_increment="$share" \
 		"${DEV_ARGS[@]}" --impl dbr,io_uring \
 		--jobs "$(IFS=,; echo "${jobs1m[*]}")"
+	# where PCIe, not the engine, is the limit: the same bytes without fio
+	for nj in ${PROCS_NJ:-4 16}; do
+		note "procs $t $tag, 1 MiB read, $nj threads, the ceiling loop: $(
+			"$W/ceiling" read "$DEV" "$nj" 1 16 "$RUNTIME" $((share >> 20)) 0 2>&1 | tail -1)"
+	done
 }
 
 # the path lines of one run: how the job processes' copies ran

@@ -36,21 +36,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cuda_runtime.h>
+#define TOOL "staging_lines"
+#include "cuda_rt_check.h"
 
 #define BLK	4096u
 #define NBUF	32u		/* blocks, as I/O units of one iodepth=32 ring */
 #define SRC	(256ul << 20)	/* memcpy's source: larger than the caches */
 #define MODES	3
-
-#define CK(call) do {							\
-	cudaError_t e_ = (call);					\
-	if (e_ != cudaSuccess) {					\
-		fprintf(stderr, "staging_lines: %s: %s\n", #call,	\
-			cudaGetErrorString(e_));			\
-		exit(1);						\
-	}								\
-} while (0)
 
 struct shared {
 	unsigned long long seq;		/* blocks written */

@@ -3,9 +3,9 @@
 # batch_race, ceiling, ctx_block, cuda_bw, cuda_calls), built and linked here
 # against the CUDA toolkit's cuda.h and libcuda stub with -Wall -Wextra
 # -Werror, so that a tool that no longer builds never first shows on a GPU
-# machine, whose time is short; the CUDA C++ ones (staging_lines.cu) with the
-# toolkit's nvcc where it has one. The toolkit: $CUDA_HOME, else
-# /usr/local/cuda.
+# machine, whose time is short; the CUDA C++ ones (staging_lines.cu,
+# pingpong.cu) with the toolkit's nvcc where it has one. The toolkit:
+# $CUDA_HOME, else /usr/local/cuda.
 . "$(dirname "$0")/../lib.sh"
 
 cuda=
@@ -32,7 +32,7 @@ for src in "$SRCDIR"/scripts/gpu-proof.d/*.c; do
 done
 [ "$n" -ge 5 ] && pass "$n tools in scripts/gpu-proof.d" ||
 	fail "only $n tools in scripts/gpu-proof.d"
-# the CUDA C++ tools (staging_lines) need nvcc, as gpu-proof builds them
+# the CUDA C++ tools (staging_lines, pingpong) need nvcc, as gpu-proof builds them
 nvcc=$cuda/bin/nvcc
 for src in "$SRCDIR"/scripts/gpu-proof.d/*.cu; do
 	name=$(basename "$src" .cu)

@@ -3,12 +3,13 @@
 # side by side with the engine's own (kring_ptx.h), with gpu=host (no copy)
 # and with fio's io_uring engine on host memory, on /dev/zram0: 4k randread
 # and randwrite at iodepth 1, one thread, then 4k randread at iodepth 32
-# with KVAR_THREADS threads (that nothing is lost at depth). Cases alternate, KVAR_REPEAT times; each line gives IOPS
-# and clat p50 / p99 / p99.9 in us. First each build moves data right: crc32c
-# verify of randrw, 4k and 64k, at iodepth 1 and 32, with and without the
-# CQ watch, 4 threads.
+# with KVAR_THREADS threads (that nothing is lost at depth). Cases
+# alternate, KVAR_REPEAT times; each line gives IOPS and clat p50 / p99 /
+# p99.9 in us. First each build moves data right: crc32c verify of randrw,
+# 4k and 64k, at iodepth 1 and 32, with and without the CQ watch, 4 threads.
 #   KVAR_DEFS  NAME:FLAGS entries, FLAGS nvcc's -D options joined by commas,
-#              e.g. "k1:-DPOLL_AHEAD=1 sc:-DKRING_FENCE_SC" (kring.cu's knobs)
+#              e.g. "s2:-DPOLL_SLOTS=2" (kring.cu's #ifndef knobs, or
+#              a knob added to try an idea)
 #   KVAR_REPEAT (3), KVAR_THREADS (16), KVAR_WATCHED (builds whose iodepth 1
 #   reads also run with gpu_watch_cq=1: "engine")
 # Sourced by scripts/gpu-proof, which has built fio and the engine.

@@ -1225,6 +1225,17 @@ static void run_watch_refused(void)
 	job_exit(&j);
 }
 
+/* I/O done and waiting to be collected */
+static unsigned int ready_count(const struct job *j)
+{
+	const struct dbr_pio *io;
+	unsigned int n = 0;
+
+	for (io = j->s.pipe.ready.head; io; io = io->next)
+		n++;
+	return n;
+}
+
 /*
  * A job over the resident kernel collecting one I/O a call, with n I/O of
  * op queued, committed and all ready, none collected: true when they got
@@ -1242,15 +1253,18 @@ static bool ready_job(struct job *j, enum dbr_op op, unsigned int n,
 	j->max = 1;
 	for (b = 0; b < n; b++)
 		queue_committed(j, op, b);
-	for (tries = 0; tries < 10000 && (j->s.ring.inflight ||
-					 j->s.pipe.pre.head ||
-					 j->s.pipe.post.head); tries++) {
+	/*
+	 * until all n are ready, not only until the queues look empty: a run
+	 * of the suite on a loaded 2-CPU machine once found them empty with
+	 * none ready (fio 3.41 build, writes)
+	 */
+	for (tries = 0; tries < 10000 && ready_count(j) < n; tries++) {
 		dbr_ring_ready(&j->s.ring);
 		dbr_pipe_getevents(&j->s.pipe, NULL, 0, 0);
 		usleep(1000);
 	}
 	return !j->s.ring.inflight && !j->s.pipe.pre.head &&
-	       !j->s.pipe.post.head && j->s.pipe.ready.head;
+	       !j->s.pipe.post.head && ready_count(j) == n;
 }
 
 /*

@@ -28,9 +28,7 @@ lat_job() {
 # the round trip of a post and a resident kernel's answer, no fio
 lat_floor() {
 	section "the floor: a resident kernel's answer to one post (pingpong)"
-	"$CUDA/bin/nvcc" -O2 -Wno-deprecated-gpu-targets -o "$W/pingpong" \
-		"$top/scripts/gpu-proof.d/pingpong.cu" >"$RUNS/pingpong-build.log" 2>&1 ||
-		{ note "latency: pingpong not built (no nvcc in $CUDA/bin?): $RUNS/pingpong-build.log"; return; }
+	cu_tool pingpong || return
 	x "$W/pingpong" "${LAT_FLOOR_REPS:-3}" | tee -a "$summary"
 }
 

@@ -50,7 +50,7 @@ procs_cases() {
 	# where PCIe, not the engine, is the limit: the same bytes without fio
 	for nj in ${PROCS_NJ:-4 16}; do
 		note "procs $t $tag, 1 MiB read, $nj threads, the ceiling loop: $(
-			"$W/ceiling" read "$DEV" "$nj" 1 16 "$RUNTIME" $((share >> 20)) 0 2>&1 | tail -1)"
+			ceiling_run "$nj" "$share" read 2>&1 | tail -1)"
 	done
 }
 

@@ -1254,9 +1254,9 @@ static bool ready_job(struct job *j, enum dbr_op op, unsigned int n,
 	for (b = 0; b < n; b++)
 		queue_committed(j, op, b);
 	/*
-	 * until all n are ready, not only until the queues look empty: a run
-	 * of the suite on a loaded 2-CPU machine once found them empty with
-	 * none ready (fio 3.41 build, writes)
+	 * until all n are ready, not until the queues look empty: the writes'
+	 * check after this loop once failed in a loaded 2-CPU run of the suite
+	 * (fio 3.41 build)
 	 */
 	for (tries = 0; tries < 10000 && ready_count(j) < n; tries++) {
 		dbr_ring_ready(&j->s.ring);

@@ -22,13 +22,30 @@ IOURING_OPTIONS = {"registerfiles", "sqthread_poll", "sqthread_poll_cpu",
 
 # The engines a case can run on. 'dbr' is this engine; 'dbr-host' the same
 # job on host memory (gpu=host: no GPU, no copies), the bounce path's own
-# ceiling on a given target.
+# ceiling on a given target. Either may carry engine options of its own,
+# 'dbr+gpu_watch_cq=1+gpu_kernel=launch', so that two settings alternate in
+# one run as two implementations.
 IMPLS = ("dbr", "dbr-host", "io_uring", "libcufile", "libcufile-posix")
+
+
+def split_impl(impl):
+    """'dbr+k=v+k2=v2' as ('dbr', {'k': 'v', 'k2': 'v2'}); ValueError where
+    an option has no value or a base other than dbr's carries options."""
+    base, *extra = impl.split("+")
+    opts = {}
+    for kv in extra:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            raise ValueError("%s: '%s' is not key=value" % (impl, kv))
+        opts[key] = value
+    if opts and base not in ("dbr", "dbr-host"):
+        raise ValueError("%s: only dbr and dbr-host take +key=value" % impl)
+    return base, opts
 
 
 def is_dbr(impl):
     """Does this implementation run this engine?"""
-    return impl in ("dbr", "dbr-host")
+    return impl.split("+")[0] in ("dbr", "dbr-host")
 
 
 class JobFileError(Exception):
@@ -97,10 +114,12 @@ def job_names(sections):
 def impl_overrides(impl, engine_path):
     """Options that put a job on one implementation, and the options to
     drop from it."""
+    impl, extra = split_impl(impl)
     if impl == "dbr":
-        return {"ioengine": "external:" + engine_path}, set()
+        return dict({"ioengine": "external:" + engine_path}, **extra), set()
     if impl == "dbr-host":
-        return {"ioengine": "external:" + engine_path, "gpu": "host"}, set()
+        return dict({"ioengine": "external:" + engine_path, "gpu": "host"},
+                    **extra), set()
     if impl == "io_uring":
         # fio's own engine at its best on host memory: fixed buffers and
         # registered files, as the overhead comparison asks

@@ -11,7 +11,8 @@
 # resident kernel's answer, with and without a 4 KiB copy (LAT_FLOOR=0
 # skips it).
 #   LAT_TARGETS (zram shm), LAT_THREADS (1 4), LAT_REPEAT (5), LAT_SET
-#   (engine options for ours, e.g. "gpu_watch_cq=1").
+#   (engine options for ours, e.g. "gpu_watch_cq=1"), LAT_VARIANTS (ours
+#   with other options beside, e.g. "dbr+gpu_watch_cq=1").
 # Sourced by scripts/gpu-proof, which has built fio and the engine.
 
 # lat_job NAME NJ [OFFSET]: jobs/NAME.fio at iodepth 1 for NJ threads
@@ -44,7 +45,7 @@ proof_latency() {
 		for nj in ${LAT_THREADS:-1 4}; do
 			jobs=("$(lat_job bounce-randread-4k "$nj")"
 			      "$(lat_job bounce-randwrite-4k "$nj" "$WRITE_AT")")
-			impl=dbr,dbr-host,io_uring
+			impl=dbr,dbr-host,io_uring$(variants "${LAT_VARIANTS:-}")
 			[ "${HAVE_CUFILE:-0}" = 1 ] && [ "$nj" = 1 ] &&
 				impl=$impl,libcufile-posix
 			section "latency $t, $nj thread(s)"

@@ -10,7 +10,9 @@
 # for 1 MiB reads the ceiling loop (gpu-proof.d/ceiling.c: the same bytes
 # through pinned slots and DMA copies, without fio), where PCIe is the limit.
 #   PROCS_TARGETS (zram shm), PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
-#   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1).
+#   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1),
+#   PROCS_VARIANTS (ours with other options, alternating with the rest as
+#   implementations of their own, e.g. "dbr+gpu_watch_cq=1").
 # Sourced by scripts/gpu-proof, which has built fio and the engine.
 
 # procs_job NAME NJ [OFFSET]: jobs/NAME.fio as job processes (its `thread`
@@ -30,8 +32,8 @@ procs_cases() {
 	local t=$1 tag=$2 nj jobs4k=() jobs1m=() share sets=() kv impl
 
 	for kv in ${PROCS_SET:-}; do sets+=(--set "$kv"); done
-	impl=dbr,io_uring
-	[ "${HAVE_CUFILE:-0}" = 1 ] && [ "$tag" = nomps ] && impl=dbr,io_uring,libcufile-posix
+	impl=dbr,io_uring$(variants "${PROCS_VARIANTS:-}")
+	[ "${HAVE_CUFILE:-0}" = 1 ] && [ "$tag" = nomps ] && impl=$impl,libcufile-posix
 	for nj in ${PROCS_NJ:-4 16}; do
 		jobs4k+=("$(procs_job bounce-randread-4k "$nj")"
 			 "$(procs_job bounce-randwrite-4k "$nj" "$WRITE_AT")")
@@ -45,7 +47,7 @@ procs_cases() {
 	DBR_GPU=cuda perf_run "procs-$t-1m-$tag" --transfer bounce \
 		--repeat "${PROCS_REPEAT:-3}" --runtime "$RUNTIME" "${sets[@]}" \
 		--target "$DEV" --size "$share" --set offset_increment="$share" \
-		"${DEV_ARGS[@]}" --impl dbr,io_uring \
+		"${DEV_ARGS[@]}" --impl "dbr,io_uring$(variants "${PROCS_VARIANTS:-}")" \
 		--jobs "$(IFS=,; echo "${jobs1m[*]}")"
 	# where PCIe, not the engine, is the limit: the same bytes without fio
 	for nj in ${PROCS_NJ:-4 16}; do

@@ -177,6 +177,20 @@ n=$(grep -c -- "--output-format=json+" "$TMPD/dry.out")
 [ "$n" -eq 24 ] && pass "config file: 3 x 2 x 2 cases x 2 repetitions = 24 runs" ||
 	fail "config file: want 24 runs, got $n"
 
+# ---- two settings of the engine as two implementations: dbr+key=value
+"$perf" --jobs overhead-4k-randread --impl dbr,dbr+gpu_watch_cq=1+gpu_spin_us=5 \
+	--target scratch:file --dry-run --out "$TMPD/var" >"$TMPD/var.out" 2>&1
+plain=$(ls "$TMPD"/var/runs/*dbr.rep1.fio 2>/dev/null | head -1)
+variant=$(ls "$TMPD"/var/runs/*gpu_watch_cq*rep1.fio 2>/dev/null | head -1)
+if [ -n "$plain" ] && [ -n "$variant" ] &&
+	grep -q '^gpu_watch_cq=1$' "$variant" && grep -q '^gpu_spin_us=5$' "$variant" &&
+	! grep -q gpu_watch_cq "$plain"; then
+	pass "dbr+gpu_watch_cq=1+gpu_spin_us=5: its job file has both options, plain dbr's has neither"
+else
+	fail "dbr+option variant: want job files with and without the options"
+	ls "$TMPD/var/runs" 2>&1 | head -5; tail -3 "$TMPD/var.out"
+fi
+
 # ---- the CI matrix file (jobs/ci-perf.ini): 2 jobs x 2 engines x 2
 # iodepths x 5 repetitions
 "$perf" --config "$SRCDIR/jobs/ci-perf.ini" --target scratch:file --dry-run \

@@ -55,6 +55,11 @@ rc=0
 [ "$rc" -eq 2 ] && grep -q "^scripts/perf: --last 0: give a whole number above 0" "$TMPD/last.out" &&
 	pass "history --last 0: exit 2" || { fail "history --last 0 (exit $rc)"; cat "$TMPD/last.out"; }
 
+refused impl-option "--impl dbr\+gpu_watch_cq: 'gpu_watch_cq' is not key=value" \
+	"${run1[@]}" --impl dbr+gpu_watch_cq
+refused impl-option-base "--impl io_uring\+sqthread_poll=1: only dbr and dbr-host take \+key=value" \
+	"${run1[@]}" --impl io_uring+sqthread_poll=1
+
 # ---- values that were tracebacks
 refused tolerance "--tolerance abc: give a fraction below 100%" "${run1[@]}" --tolerance abc
 refused lat-tolerance "--lat-tolerance x%: give a fraction" "${run1[@]}" --lat-tolerance x%

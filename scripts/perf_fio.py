@@ -382,8 +382,13 @@ def _percentile_from_bins(bins, pct):
 
 def summarize(doc):
     """One case's figures from fio's JSON(+): totals over every job (and
-    every client), latency percentiles from the merged clat histograms so
-    they are exact for the whole case, not an average of per-job ones."""
+    every client), latency percentiles from the merged histograms so they
+    are exact for the whole case, not an average of per-job ones: clat
+    (issue to completion) and, where the job had lat_percentiles=1, lat
+    (slat + clat: the io_u's whole time in the engine). Only lat compares
+    engines: fio's io_uring engine issues in its commit, after the enter
+    that submits, so its clat leaves the submission out, while this engine
+    at iodepth 1 submits in the enter that waits, and its clat has it."""
     jobs = doc.get("jobs")
     if jobs is None:
         jobs = [j for j in doc.get("client_stats", [])
@@ -393,8 +398,7 @@ def summarize(doc):
     s = {"iops": 0.0, "bw_bytes": 0.0, "ios": 0, "read_iops": 0.0,
          "write_iops": 0.0, "cpu_s": 0.0, "errors": [], "jobs": len(jobs),
          "hosts": sorted({j.get("hostname", "local") for j in jobs})}
-    bins = {}
-    lat_means = []
+    hist = {"clat": ({}, []), "lat": ({}, [])}
     for j in jobs:
         if j.get("error"):
             s["errors"].append("%s: error %s" % (j.get("jobname"),
@@ -407,21 +411,23 @@ def summarize(doc):
             s["bw_bytes"] += d.get("bw_bytes", 0)
             s["ios"] += d.get("total_ios", 0)
             runtime_s = max(runtime_s, d.get("runtime", 0) / 1000.0)
-            clat = d.get("clat_ns") or {}
-            for k, v in (clat.get("bins") or {}).items():
-                bins[int(k)] = bins.get(int(k), 0) + v
-            if clat.get("N"):
-                lat_means.append((clat["mean"], clat["N"]))
+            for kind, (bins, means) in hist.items():
+                lat = d.get(kind + "_ns") or {}
+                for k, v in (lat.get("bins") or {}).items():
+                    bins[int(k)] = bins.get(int(k), 0) + v
+                if lat.get("N"):
+                    means.append((lat["mean"], lat["N"]))
         run_s = j.get("job_runtime", 0) / 1000.0 or runtime_s
         s["cpu_s"] += (j.get("usr_cpu", 0) + j.get("sys_cpu", 0)) / 100.0 * run_s
     # CPU time of the job threads per I/O: robust against other load on the
     # machine, which IOPS is not (fio measures it per job with getrusage)
     s["cpu_us_per_io"] = s["cpu_s"] * 1e6 / s["ios"] if s["ios"] else None
-    for p in PERCENTILES:
-        v = _percentile_from_bins(bins, p)
-        s["clat_p%g_us" % p] = v / 1000.0 if v is not None else None
-    n = sum(c for _, c in lat_means)
-    s["clat_mean_us"] = (sum(m * c for m, c in lat_means) / n / 1000.0
-                         if n else None)
+    for kind, (bins, means) in hist.items():
+        for p in PERCENTILES:
+            v = _percentile_from_bins(bins, p)
+            s["%s_p%g_us" % (kind, p)] = v / 1000.0 if v is not None else None
+        n = sum(c for _, c in means)
+        s[kind + "_mean_us"] = (sum(m * c for m, c in means) / n / 1000.0
+                                if n else None)
     del s["cpu_s"]
     return s

@@ -20,9 +20,9 @@ import textwrap
 IMPL_COLOURS = {"dbr": "#1f77b4", "dbr-host": "#17becf",
                 "io_uring": "#ff7f0e", "libcufile": "#2ca02c",
                 "libcufile-posix": "#98df8a"}
-PCT_STYLE = (("clat_p50_us", "p50", "#444444"),
-             ("clat_p99_us", "p99", "#d62728"),
-             ("clat_p99.9_us", "p99.9", "#9467bd"))
+PCT_STYLE = (("lat_p50_us", "p50", "#444444"),
+             ("lat_p99_us", "p99", "#d62728"),
+             ("lat_p99.9_us", "p99.9", "#9467bd"))
 LARGE_BS = 128 << 10            # from here a panel shows bandwidth
 WIDTH = 960                     # SVG width in px; matplotlib: WIDTH / 100 in
 

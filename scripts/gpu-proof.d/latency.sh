@@ -5,8 +5,9 @@
 # memory (dbr-host: no copy at all, so the difference is the copy's share),
 # fio's io_uring engine, and fio's libcufile engine (cuda_io=posix: pread
 # into a host buffer, then cudaMemcpy) for the 1-thread reads, alternating
-# (scripts/perf, LAT_REPEAT repetitions); clat p50/p99/p99.9 per case in
-# scripts/perf's results table (results.md).
+# (scripts/perf, LAT_REPEAT repetitions); latency p50/p99/p99.9 (fio's
+# lat: slat + clat, as engines that submit at different points compare) per
+# case in scripts/perf's results table (results.md).
 # First the floor without fio: gpu-proof.d/pingpong.cu, a post and a
 # resident kernel's answer, with and without a 4 KiB copy (LAT_FLOOR=0
 # skips it).

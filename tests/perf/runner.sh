@@ -89,6 +89,11 @@ for r in res["records"]:
     assert s["clat_p99_us"] * 1000 == job["read"]["clat_ns"]["percentile"]["99.000000"], \
         (s["clat_p99_us"], job["read"]["clat_ns"]["percentile"]["99.000000"])
     assert s["clat_p50_us"] <= s["clat_p99_us"] <= s["clat_p99.9_us"]
+    # total latency (lat_percentiles=1, which scripts/perf sets): fio's own
+    # p99, and never below clat's
+    assert s["lat_p99_us"] * 1000 == job["read"]["lat_ns"]["percentile"]["99.000000"], \
+        (s["lat_p99_us"], job["read"]["lat_ns"]["percentile"]["99.000000"])
+    assert s["lat_mean_us"] >= s["clat_mean_us"], (s["lat_mean_us"], s["clat_mean_us"])
     assert s["cpu_us_per_io"] > 0
 rows = list(csv.DictReader(open(os.path.join(out, "results.csv"))))
 assert [r["id"] for r in rows] == [
@@ -97,7 +102,7 @@ assert [r["id"] for r in rows] == [
 assert all(r["n"] == "2" for r in rows)
 print("ok")
 PY
-	pass "summaries equal fio's own JSON+ figures (IOPS, I/Os, p99)"
+	pass "summaries equal fio's own JSON+ figures (IOPS, I/Os, clat and lat p99)"
 else
 	fail "summaries equal fio's own JSON+ figures"
 	cat "$TMPD/parse.out"

@@ -27,6 +27,8 @@ def record(cid, rep, iops, bs=4096):
                       "cpu_us_per_io": 2.0, "run_cpu_us_per_io": 3.0,
                       "clat_mean_us": 1e6 / iops, "clat_p50_us": 1e6 / iops,
                       "clat_p99_us": 2e6 / iops, "clat_p99.9_us": 3e6 / iops,
+                      "lat_mean_us": 1.1e6 / iops, "lat_p50_us": 1.1e6 / iops,
+                      "lat_p99_us": 2.1e6 / iops, "lat_p99.9_us": 3.1e6 / iops,
                       "errors": [], "jobs": 1, "hosts": ["local"]}
     return rec
 

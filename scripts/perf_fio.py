@@ -26,6 +26,7 @@ IOURING_OPTIONS = {"registerfiles", "sqthread_poll", "sqthread_poll_cpu",
 # 'dbr+gpu_watch_cq=1+gpu_kernel=launch', so that two settings alternate in
 # one run as two implementations.
 IMPLS = ("dbr", "dbr-host", "io_uring", "libcufile", "libcufile-posix")
+DBR_IMPLS = ("dbr", "dbr-host")
 
 
 def split_impl(impl):
@@ -38,14 +39,14 @@ def split_impl(impl):
         if not sep or not key:
             raise ValueError("%s: '%s' is not key=value" % (impl, kv))
         opts[key] = value
-    if opts and base not in ("dbr", "dbr-host"):
+    if opts and base not in DBR_IMPLS:
         raise ValueError("%s: only dbr and dbr-host take +key=value" % impl)
     return base, opts
 
 
 def is_dbr(impl):
     """Does this implementation run this engine?"""
-    return impl.split("+")[0] in ("dbr", "dbr-host")
+    return impl.split("+")[0] in DBR_IMPLS
 
 
 class JobFileError(Exception):

@@ -108,9 +108,9 @@ def table_rows(agg):
                "%s-%s" % (fmt_iops(a["iops_min"]), fmt_iops(a["iops_max"]))
                if a["n"] else "failed: " + "; ".join(a["errors"])[:80],
                _bw(a["bw_bytes"]), _fmt(a["cpu_us_per_io"], 2),
-               _fmt(a["iowq_cpu_us_per_io"], 2), _fmt(a.get("lat_mean_us")),
-               _fmt(a.get("lat_p50_us")),
-               _fmt(a.get("lat_p99_us")), _fmt(a.get("lat_p99.9_us")))
+               _fmt(a["iowq_cpu_us_per_io"], 2), _fmt(a["lat_mean_us"]),
+               _fmt(a["lat_p50_us"]),
+               _fmt(a["lat_p99_us"]), _fmt(a["lat_p99.9_us"]))
 
 
 def ratio_line(r):

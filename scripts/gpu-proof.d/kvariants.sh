@@ -5,8 +5,9 @@
 # and randwrite at iodepth 1, one thread, then 4k randread at iodepth 32
 # with KVAR_THREADS threads (that nothing is lost at depth). Cases
 # alternate, KVAR_REPEAT times; each line gives IOPS and lat (slat + clat)
-# p50 / p99 / p99.9 in us. First each build moves data right: crc32c verify of randrw,
-# 4k and 64k, at iodepth 1 and 32, with and without the CQ watch, 4 threads.
+# p50 / p99 / p99.9 in us. First each build moves data right: crc32c
+# verify of randrw, 4k and 64k, at iodepth 1 and 32, with and without the
+# CQ watch, 4 threads.
 #   KVAR_DEFS  NAME:FLAGS entries, FLAGS nvcc's -D options joined by commas,
 #              e.g. "s2:-DPOLL_SLOTS=2" (kring.cu's #ifndef knobs, or
 #              a knob added to try an idea)

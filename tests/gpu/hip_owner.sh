@@ -153,23 +153,43 @@ DBR_GPU_OWNER=$TMPD/no-such-owner run_refused "owner=1 without an owner" \
 	"gpu_owner=1: the GPU owner of hip 0 could not start: .*could not start" \
 	"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m --gpu_owner=1
 
+# owner_of FILE: the owner serving the fio run that has FILE on its command
+# line (its arguments: PROVIDER DEV RUN)
+owner_of() {
+	local o run
+	for o in $(pgrep -x dbr-gpu-owner); do
+		run=$(tr '\0' ' ' 2>/dev/null <"/proc/$o/cmdline" | awk '{ print $4 }')
+		[ -n "$run" ] && tr '\0' ' ' 2>/dev/null <"/proc/$run/cmdline" |
+			grep -qF "$1" && echo "$o"
+	done
+}
+
+# owner_serving FILE N: owner_of FILE once it has taken N job processes'
+# connections (its sockets, less the one it listens on), within 20 s. Job
+# processes that start together may each start an owner; all but one leave
+# at once (the socket's name is the lock), so the first pid seen may be one
+# about to leave. And a job process that comes after the owner was killed
+# finds none and starts its own: kill nothing before every one is served.
+owner_serving() {
+	local i o n
+	for ((i = 0; i < 200; i++)); do
+		for o in $(owner_of "$1"); do
+			n=$(find "/proc/$o/fd" -lname 'socket:*' 2>/dev/null | wc -l)
+			[ "$n" -gt "$2" ] && echo "$o" && return 0
+		done
+		sleep 0.1
+	done
+	return 1
+}
+
 # 5. the owner killed mid-run: the jobs stop with its line within seconds
 out=$TMPD/killed.out
 HIPDOUBLE_DELAY_US=200 dbr_fio "${job[@]}" --rw=randread --iodepth=8 \
 	--numjobs=2 --size=16m --time_based --runtime=60 >"$out" 2>&1 &
 fio_pid=$!
-p=
-for ((i = 0; i < 100; i++)); do
-	[ -z "$p" ] || break
-	sleep 0.1
-	for o in $(pgrep -x dbr-gpu-owner); do
-		run=$(tr '\0' ' ' <"/proc/$o/cmdline" 2>/dev/null | awk '{ print $4 }')
-		[ -n "$run" ] && tr '\0' ' ' <"/proc/$run/cmdline" 2>/dev/null |
-			grep -qF "$f" && p=$o
-	done
-done
+p=$(owner_serving "$f" 2)
 if [ -z "$p" ]; then
-	fail "no owner found for the long job"
+	fail "no owner serving both job processes of the long job: $(owner_of "$f" | tr '\n' ' ')"
 	kill "$fio_pid" 2>/dev/null
 	wait "$fio_pid"
 else
@@ -182,6 +202,7 @@ else
 	done
 	if kill -0 "$fio_pid" 2>/dev/null; then
 		fail "fio still runs 15 s after its owner was killed"
+		show_failure "$out"
 		pkill -9 -f "$f"
 		wait "$fio_pid"
 	else
@@ -196,17 +217,6 @@ else
 	fi
 fi
 
-# owner_of FILE: the owner serving the fio run that has FILE on its command
-# line (its arguments: PROVIDER DEV RUN)
-owner_of() {
-	local o run
-	for o in $(pgrep -x dbr-gpu-owner); do
-		run=$(tr '\0' ' ' <"/proc/$o/cmdline" 2>/dev/null | awk '{ print $4 }')
-		[ -n "$run" ] && tr '\0' ' ' <"/proc/$run/cmdline" 2>/dev/null |
-			grep -qF "$1" && echo "$o"
-	done
-}
-
 # 6. a job process killed: the owner releases what it held for that one
 # at once and serves the others on (fio 3.33 itself aborts at its end when a
 # job process died so, whatever the engine)
@@ -216,15 +226,11 @@ truncate -s 16M "$g"
 dbr_fio "${job[@]}" --filename="$g" --rw=randread --iodepth=8 --numjobs=3 \
 	--size=16m --time_based --runtime=5 >"$TMPD/kill-job.out" 2>&1 &
 sh_pid=$!
-for ((i = 0; i < 100; i++)); do
-	o=$(owner_of "$g")
-	[ -n "$o" ] && break
-	sleep 0.1
-done
+o=$(owner_serving "$g" 3)
 main=$(pgrep -f -o -- "--filename=$g")
 kids=$(pgrep -P "$main" | tr '\n' ' ')
 if [ -z "$o" ] || [ -z "$kids" ]; then
-	fail "a job process killed: no owner or job process found"
+	fail "a job process killed: no owner serving the 3 job processes ($(owner_of "$g" | tr '\n' ' ')), or no job process"
 else
 	sleep 1
 	kill -9 "${kids%% *}"
@@ -247,11 +253,7 @@ truncate -s 16M "$h"
 dbr_fio "${job[@]}" --filename="$h" --rw=randread --iodepth=8 --numjobs=2 \
 	--size=16m --time_based --runtime=60 >"$TMPD/kill-fio.out" 2>&1 &
 sh_pid=$!
-for ((i = 0; i < 100; i++)); do
-	o=$(owner_of "$h")
-	[ -n "$o" ] && break
-	sleep 0.1
-done
+o=$(owner_serving "$h" 2)
 main=$(pgrep -f -o -- "--filename=$h")
 kids=$(pgrep -P "$main")
 if [ -z "$o" ] || [ -z "$main" ]; then

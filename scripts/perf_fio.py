@@ -25,8 +25,8 @@ IOURING_OPTIONS = {"registerfiles", "sqthread_poll", "sqthread_poll_cpu",
 # ceiling on a given target. Either may carry engine options of its own,
 # 'dbr+gpu_watch_cq=1+gpu_kernel=launch', so that two settings alternate in
 # one run as two implementations.
-IMPLS = ("dbr", "dbr-host", "io_uring", "libcufile", "libcufile-posix")
 DBR_IMPLS = ("dbr", "dbr-host")
+IMPLS = DBR_IMPLS + ("io_uring", "libcufile", "libcufile-posix")
 
 
 def split_impl(impl):

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CK(call): a CUDA driver call that must succeed; on failure the tool (TOOL,
+ * CKD(call): a CUDA driver call that must succeed; on failure the tool (TOOL,
  * defined before this is included) names the call and the driver's error,
- * and exits.
+ * and exits. CK is CKD unless cuda_rt_check.h, included first, made it the
+ * runtime's.
  */
 #ifndef GPU_PROOF_CUDA_CHECK_H
 #define GPU_PROOF_CUDA_CHECK_H
@@ -12,7 +13,7 @@
 
 #include <cuda.h>
 
-#define CK(call) do {							\
+#define CKD(call) do {							\
 	CUresult r_ = (call);						\
 	if (r_ != CUDA_SUCCESS) {					\
 		const char *n_ = "?";					\
@@ -21,5 +22,9 @@
 		exit(1);						\
 	}								\
 } while (0)
+
+#ifndef CK
+#define CK(call) CKD(call)
+#endif
 
 #endif

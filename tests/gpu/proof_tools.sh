@@ -39,7 +39,8 @@ for src in "$SRCDIR"/scripts/gpu-proof.d/*.cu; do
 	if [ ! -x "$nvcc" ]; then
 		echo "# no $nvcc: $name.cu not built"
 	elif "$nvcc" -O2 -Wno-deprecated-gpu-targets -Xcompiler -Wall,-Wextra,-Werror \
-		"$src" -o "$TMPD/$name" 2>"$TMPD/$name.err"; then
+		"$src" -L"$cuda/lib64/stubs" -lcuda -lpthread -o "$TMPD/$name" \
+		2>"$TMPD/$name.err"; then
 		pass "$name builds with $nvcc"
 	else
 		fail "$name: $(head -3 "$TMPD/$name.err" | tr '\n' ' ')"

@@ -62,6 +62,14 @@ procs_lines() {
 		sed 's/^dmabuf_uring: //' | sort | uniq -c | head -6 | tee -a "$summary"
 }
 
+# the bounce table of one run's cases: ratios per repetition, and per copied
+# read how long after queueing its copy was seen done and how long the job
+# process waited on copies (a spin, where the kernel watches the CQ)
+procs_table() {
+	python3 "$top/scripts/gpu-proof.d/bounce_table.py" "$1-$2=$W/perf-procs-$1-4k-$2" \
+		"$1-$2=$W/perf-procs-$1-1m-$2" | tee -a "$summary"
+}
+
 mps_start() {
 	command -v nvidia-cuda-mps-control >/dev/null || return 1
 	nvidia-cuda-mps-control -d || return 1
@@ -96,10 +104,12 @@ proof_procs() {
 		procs_verify "$t"
 		procs_cases "$t" nomps
 		procs_lines "procs-$t-4k-nomps"
+		procs_table "$t" nomps
 		if [ "${PROCS_MPS:-1}" = 1 ] && mps_start; then
 			section "procs $t, MPS"
 			procs_cases "$t" mps
 			procs_lines "procs-$t-4k-mps"
+			procs_table "$t" mps
 			mps_stop
 		fi
 		section "procs $t: owners left behind (none expected)"

@@ -150,6 +150,7 @@ static void pipe_watch_cq(struct dbr_pipe *p)
 	p->nr_free = p->depth;
 	p->cq_gpu = true;
 	p->ring->gpu_done = gpu_resident_cq_done(&p->stream);
+	p->ring->gpu_spin_ns = p->buf->spin_ns;
 	p->ring->by_slot = p->slots;
 	p->ring->kick = pipe_kick;
 	p->ring->kick_arg = p;

@@ -4,6 +4,7 @@
  * See ring.h for the contract: negative errnos, no printing.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -402,14 +403,46 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 }
 
 /*
+ * Spin until the GPU's count has passed nr CQEs from head. Nothing wakes a
+ * sleeper when the GPU writes host memory, so the wait never sleeps; past
+ * gpu_spin_ns it yields between looks, so that the io-wq workers finishing
+ * this thread's reads (or another job's) get the CPU it would burn.
+ */
+static int wait_gpu_count(struct dbr_ring *r, unsigned int head,
+			  unsigned int nr)
+{
+	uint64_t t0 = dbr_prof_ns();
+	unsigned int spins = 0;
+	bool yield = !r->gpu_spin_ns;
+	int ret;
+
+	while (dbr_cq_limit(r) - head < nr) {
+		if (++spins % 256 == 0 && r->kick) {
+			ret = r->kick(r->kick_arg);
+			if (ret < 0)
+				return ret;
+		}
+		if (yield) {
+			sched_yield();
+			r->gpu_yields++;
+			continue;
+		}
+		gpu_pause();
+		if (spins % 32 == 0 && r->gpu_spin_ns > 0 &&
+		    dbr_prof_ns() - t0 >= (uint64_t)r->gpu_spin_ns)
+			yield = true;
+	}
+	r->gpu_wait_ns += dbr_prof_ns() - t0;
+	return 0;
+}
+
+/*
  * A watched CQ: enter while fewer than nr CQEs are posted (the kernel waits
- * for them), then spin while the GPU copies, starting its kernel where it
+ * for them), then wait while the GPU copies, starting its kernel where it
  * has left.
  */
 int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr)
 {
-	unsigned int spins = 0;
-	uint64_t t0;
 	int ret;
 
 	if (r->unsubmitted) {
@@ -420,23 +453,12 @@ int dbr_ring_wait_gpu(struct dbr_ring *r, unsigned int nr)
 	while (!r->stash && dbr_cq_ready(r) < nr) {
 		unsigned int head = *r->ring.cq.khead;
 
-		if (io_uring_cq_ready(&r->ring) < nr) {
+		if (io_uring_cq_ready(&r->ring) < nr)
 			ret = dbr_ring_submit(r, nr);
-			if (ret < 0)
-				return ret;
-			continue;
-		}
-		/* posted: spin on the GPU's count alone, not the ring's line */
-		t0 = dbr_prof_ns();
-		while (dbr_cq_limit(r) - head < nr) {
-			if (++spins % 256 == 0 && r->kick) {
-				ret = r->kick(r->kick_arg);
-				if (ret < 0)
-					return ret;
-			}
-			gpu_pause();
-		}
-		r->gpu_wait_ns += dbr_prof_ns() - t0;
+		else	/* posted: the GPU's count alone, not the ring's line */
+			ret = wait_gpu_count(r, head, nr);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }

@@ -118,6 +118,9 @@ struct dbr_ring {
 	 */
 	const uint64_t *gpu_done;
 	uint64_t gpu_wait_ns;	/* spent waiting on the kernel's copies */
+	long gpu_spin_ns;	/* that wait spins this long, then yields the
+				 * CPU between looks (< 0: spins only) */
+	unsigned long gpu_yields;	/* the yields it made */
 	struct dbr_req **by_slot;
 	int (*kick)(void *arg);
 	void *kick_arg;

@@ -1193,6 +1193,50 @@ static void run_watch_cq(void)
 }
 
 /*
+ * gpu_spin_us over a watched CQ's wait, which nothing wakes when the GPU's
+ * count moves: -1 spins to the end, 0 yields the CPU between looks from
+ * the start, a bound spins that long first. The fake's rounds take 5 ms;
+ * under each setting every read comes back, bytes intact.
+ */
+static void run_watch_spin(void)
+{
+	static const struct {
+		long spin_ns;
+		bool yields;
+		const char *what;
+	} c[] = {
+		{ -1, false, "-1 spins only" },
+		{ 0, true, "0 yields from the start" },
+		{ 1000000, true, "1000 us spins, then yields" },
+		{ 200000000, false, "200000 us outlasts the 5 ms rounds" },
+	};
+	unsigned long yields;
+	unsigned int b, i;
+	struct job j;
+
+	fake_rrt_init();
+	fr_reset(5000, 1000000000);
+	job_watch = true;
+	job_init_on(&j, &fake_resident_provider, FAKE_IN_ORDER, false, 37);
+	job_watch = false;
+	fill_file(&j);
+	j.check_reads = true;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		j.s.ring.gpu_spin_ns = c[i].spin_ns;
+		yields = j.s.ring.gpu_yields;
+		for (b = 0; b < DEPTH; b++)
+			queue_committed(&j, DBR_OP_READ, (b * 7 + i) % NR_BLOCKS);
+		drain_job(&j);
+		yields = j.s.ring.gpu_yields - yields;
+		CHECK(j.s.pipe.cq_gpu && (yields > 0) == c[i].yields &&
+		      !j.bad_bytes && !j.errors && fr.cq_copies == (i + 1) * DEPTH,
+		      "watch spin: gpu_spin_us=%s: %lu yields, %u reads copied from the CQ, %lu bad bytes",
+		      c[i].what, yields, fr.cq_copies, j.bad_bytes);
+	}
+	job_exit(&j);
+}
+
+/*
  * gpu_watch_cq asked for, and the runtime refuses to map the rings (a GPU
  * owner that cannot take the ring's fd says so the same way): the reason is
  * kept for the job's line, and reads' copies go in passes, data intact.
@@ -1357,6 +1401,7 @@ int main(void)
 	run_pass_growth("reads, fast copies", FAKE_IN_ORDER, DBR_OP_READ);
 	run_resident();
 	run_watch_cq();
+	run_watch_spin();
 	run_watch_refused();
 	run_reap_while_ready();
 	run_writes_gather_while_ready();

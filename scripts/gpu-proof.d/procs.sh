@@ -12,18 +12,17 @@
 #   PROCS_TARGETS (zram shm), PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
 #   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1),
 #   PROCS_VARIANTS (ours with other options, alternating with the rest as
-#   implementations of their own, e.g. "dbr+gpu_watch_cq=1").
+#   implementations of their own, e.g. "dbr+gpu_watch_cq=1"), PROCS_THREADS
+#   (1: the 4k reads as job threads too, in the same run: fio's engine may
+#   run faster as processes than as threads, and ours should gain as much).
 # Sourced by scripts/gpu-proof, which has built fio and the engine.
 
-# procs_job NAME NJ [OFFSET]: jobs/NAME.fio as job processes (its `thread`
-# dropped), for NJ of them, from byte OFFSET where given
+# procs_job NAME NJ [OFFSET]: gpu-proof's job_for NAME NJ [OFFSET] as job
+# processes (its `thread` dropped, named NAME-<NJ>p)
 procs_job() {
-	local f=$W/jobs/$1-$2p.fio at=()
+	local f=$W/jobs/$1-$2p.fio
 
-	[ "${3:-0}" != 0 ] && at=(-e "/^\[global\]/a offset=$3")
-	mkdir -p "$W/jobs"
-	sed -e "s/\${DBR_NUMJOBS}/$2/" -e "s/^\[$1\]/[$1-$2p]/" -e '/^thread$/d' \
-		"${at[@]}" "$top/jobs/$1.fio" >"$f"
+	sed -e '/^thread$/d' -e "s/^\[$1-$2t\]/[$1-$2p]/" "$(job_for "$@")" >"$f"
 	echo "$f"
 }
 
@@ -37,6 +36,8 @@ procs_cases() {
 	for nj in ${PROCS_NJ:-4 16}; do
 		jobs4k+=("$(procs_job bounce-randread-4k "$nj")"
 			 "$(procs_job bounce-randwrite-4k "$nj" "$WRITE_AT")")
+		[ "${PROCS_THREADS:-0}" = 1 ] &&
+			jobs4k+=("$(job_for bounce-randread-4k "$nj")")
 		jobs1m+=("$(procs_job bounce-seqread-1m "$nj")")
 	done
 	DBR_GPU=cuda perf_run "procs-$t-4k-$tag" --transfer bounce \

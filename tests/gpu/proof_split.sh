@@ -5,7 +5,8 @@
 # gpu-proof's own bounce_target and job_for, taken from the script, make the
 # job files for a 64 MiB file standing in for the device, and fio runs them
 # with this engine (gpu=host) and fio's io_uring engine; their I/O logs must
-# keep reads in the first half and writes in the second.
+# keep reads in the first half and writes in the second. gpu-proof procs's
+# procs_job makes the same job for job processes (its `thread` dropped).
 . "$(dirname "$0")/../lib.sh"
 
 proof=$SRCDIR/scripts/gpu-proof
@@ -45,6 +46,16 @@ else
 	fail "job_for: no [bounce-randwrite-4k-2t] with numjobs=2 in $wr"
 fi
 
+. "$SRCDIR/scripts/gpu-proof.d/procs.sh"
+pw=$(procs_job bounce-randwrite-4k 2 "$WRITE_AT")
+if ! grep -qx thread "$pw" && grep -qx thread "$wr" &&
+	grep -qx '\[bounce-randwrite-4k-2p\]' "$pw" &&
+	sed -n '/^\[global\]/,/^\[/p' "$pw" | grep -qx "offset=$WRITE_AT"; then
+	pass "procs_job: job_for's job as job processes ([bounce-randwrite-4k-2p], no thread, offset kept)"
+else
+	fail "procs_job: $(grep -n 'thread\|^\[\|^offset' "$pw" | tr '\n' ' ')"
+fi
+
 # lowest and highest byte a run's iolog touched, for ACTION (read, write);
 # fio's version 3 log: time, file, action, offset, length
 span_of() {
@@ -73,7 +84,7 @@ run() {
 
 half=$((32 << 20)) end=$((64 << 20))
 for impl in dbr io_uring; do
-	for j in "$rd" "$wr" "$rw"; do
+	for j in "$rd" "$wr" "$rw" "$pw"; do
 		name=$(basename "$j" .fio)-$impl
 		log=$TMPD/$name.iolog
 		run "$j" "$impl" "$log" || { show_failure "$log.out"; fail "$name: fio failed"; continue; }

@@ -417,7 +417,9 @@ static int wait_gpu_count(struct dbr_ring *r, unsigned int head,
 	int ret;
 
 	while (dbr_cq_limit(r) - head < nr) {
-		if (++spins % 256 == 0 && r->kick) {
+		/* a kernel that has left starts again: a look, mostly; at
+		 * every yield, which may give the CPU away for a while */
+		if ((yield || ++spins % 256 == 0) && r->kick) {
 			ret = r->kick(r->kick_arg);
 			if (ret < 0)
 				return ret;

@@ -222,8 +222,9 @@ void dbr_say_counts(struct thread_data *td, struct dbr_data *dd)
 		 cs->kernel_fences, cs->queries, cs->waits, ps->held_back,
 		 ps->copy_errors);
 	if (ps->cq_copied)
-		dbr_info("%s thread %u: %lu reads copied by the resident kernel from the ring's CQ (gpu_watch_cq), no pass or runtime call each",
-			 td->o.name, td->subjob_number, ps->cq_copied);
+		dbr_info("%s thread %u: %lu reads copied by the resident kernel from the ring's CQ (gpu_watch_cq), no pass or runtime call each; waits for them yielded the CPU %lu times (past gpu_spin_us)",
+			 td->o.name, td->subjob_number, ps->cq_copied,
+			 dd->sess.ring.gpu_yields);
 }
 
 /*

@@ -140,6 +140,13 @@ kring_case() {
 kring_case kring-threads 0 --thread --gpu_watch_cq=0
 kring_case kring-threads-watch 1 --thread --gpu_watch_cq=1
 kring_case kring-owner-watch 1 --gpu_watch_cq=1
+# gpu_spin_us=0: the waits on the kernel's copies from the CQ yield the CPU
+# from the start, and each job's line counts the yields
+kring_case kring-threads-watch-yield 1 --thread --gpu_watch_cq=1 --gpu_spin_us=0
+y=$(grep -o 'yielded the CPU [0-9]* times' "$TMPD/kring-threads-watch-yield.out" | grep -vc ' 0 times')
+[ "$y" = 2 ] &&
+	pass "kring-threads-watch-yield: gpu_spin_us=0: both jobs' waits yielded ($(grep -m1 -o 'yielded the CPU [0-9]* times' "$TMPD/kring-threads-watch-yield.out"))" ||
+	fail "kring-threads-watch-yield: $y of 2 job lines with yields: $(grep -o 'yielded the CPU [0-9]* times' "$TMPD/kring-threads-watch-yield.out" | tr '\n' ' ')"
 grep -q "copies in the GPU owner's context" "$TMPD/kring-owner-watch.out" &&
 	grep -q "resident, watching the ring's CQ" "$TMPD/kring-owner-watch.out" &&
 	pass "kring-owner-watch: the path line says the owner's kernel watches the CQ" ||

@@ -402,39 +402,47 @@ int dbr_ring_submit(struct dbr_ring *r, unsigned int wait_nr)
 	return ret;
 }
 
+/* Start the watcher again where it has left (a look, mostly). */
+static int ring_kick(struct dbr_ring *r)
+{
+	return r->kick ? r->kick(r->kick_arg) : 0;
+}
+
 /*
  * Spin until the GPU's count has passed nr CQEs from head. Nothing wakes a
  * sleeper when the GPU writes host memory, so the wait never sleeps; past
- * gpu_spin_ns it yields between looks, so that the io-wq workers finishing
- * this thread's reads (or another job's) get the CPU it would burn.
+ * gpu_spin_ns (gpu_spin_over's clock, as the pipeline's copy waits) it
+ * yields between looks, so that the io-wq workers finishing this thread's
+ * reads (or another job's) get the CPU it would burn, and kicks at every
+ * yield, which may give the CPU away for a while.
  */
 static int wait_gpu_count(struct dbr_ring *r, unsigned int head,
 			  unsigned int nr)
 {
-	uint64_t t0 = dbr_prof_ns();
-	unsigned int spins = 0;
+	uint64_t t0 = gpu_now_ns();
+	unsigned int polls = 0;
 	bool yield = !r->gpu_spin_ns;
 	int ret;
 
 	while (dbr_cq_limit(r) - head < nr) {
-		/* a kernel that has left starts again: a look, mostly; at
-		 * every yield, which may give the CPU away for a while */
-		if ((yield || ++spins % 256 == 0) && r->kick) {
-			ret = r->kick(r->kick_arg);
+		if (yield) {
+			ret = ring_kick(r);
 			if (ret < 0)
 				return ret;
-		}
-		if (yield) {
 			sched_yield();
 			r->gpu_yields++;
 			continue;
 		}
-		gpu_pause();
-		if (spins % 32 == 0 && r->gpu_spin_ns > 0 &&
-		    dbr_prof_ns() - t0 >= (uint64_t)r->gpu_spin_ns)
-			yield = true;
+		if (!gpu_poll_look(&polls))
+			continue;
+		if (polls % 256 == 0) {
+			ret = ring_kick(r);
+			if (ret < 0)
+				return ret;
+		}
+		yield = gpu_spin_over(t0, r->gpu_spin_ns);
 	}
-	r->gpu_wait_ns += dbr_prof_ns() - t0;
+	r->gpu_wait_ns += gpu_now_ns() - t0;
 	return 0;
 }
 

@@ -313,14 +313,15 @@ enum dbr_context dbr_context_of(unsigned int opt, bool as_process, bool device,
 	return DBR_CTX_OWNER;
 }
 
-bool dbr_watch_cq(unsigned int opt, bool can, bool reads, unsigned int threads,
-		  long cpus)
+bool dbr_watch_cq(unsigned int opt, bool can, bool reads, bool done_in_issue,
+		  unsigned int threads, long cpus)
 {
 	if (!can || !opt)
 		return false;
 	if (opt != DBR_WATCH_CQ_AUTO)
 		return true;
-	return reads && cpus > 0 && threads >= (unsigned long)cpus;
+	return reads && done_in_issue && cpus > 0 &&
+	       threads >= (unsigned long)cpus;
 }
 
 bool dbr_reads_to_kernel(unsigned int copy_mode, unsigned long long min_bs)

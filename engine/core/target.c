@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <linux/magic.h>
 
 #include "target.h"
 
@@ -87,4 +89,28 @@ long dbr_target_queue_kb(const char *root, const struct dbr_target *t,
 	fclose(f);
 	kb = strtol(buf, &end, 10);
 	return end == buf || kb <= 0 ? -1 : kb;
+}
+
+/*
+ * Do reads of path end in the call that issues them, so that io_uring posts
+ * their CQEs from there (an io-wq worker's, where the read blocks) without
+ * the submitting thread? True where the page cache serves them: direct=0, or
+ * a file on tmpfs or ramfs, whose O_DIRECT reads copy from it too. A block
+ * device's O_DIRECT reads, and those of a file on a disk's filesystem, end
+ * in the block layer's completion, which io_uring hands to the submitting
+ * thread as task work: their CQEs reach the CQ only when it enters. False
+ * for those, and where path cannot be looked at.
+ */
+bool dbr_reads_done_in_issue(const char *path, bool odirect)
+{
+	struct statfs fs;
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+		return false;
+	if (!odirect)
+		return true;
+	if (S_ISBLK(st.st_mode) || statfs(path, &fs) < 0)
+		return false;
+	return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
 }

@@ -21,5 +21,6 @@ int dbr_target_inspect(const char *path, struct dbr_target *t);
 const char *dbr_target_kind(const struct dbr_target *t);
 long dbr_target_queue_kb(const char *root, const struct dbr_target *t,
 			 const char *attr);
+bool dbr_reads_done_in_issue(const char *path, bool odirect);
 
 #endif

@@ -339,7 +339,7 @@ static struct fio_option options[] = {
 		.def	= "auto",
 		.posval = {
 			  { .ival = "auto", .oval = DBR_WATCH_CQ_AUTO,
-			    .help = "On for a job whose reads the kernel copies (its smallest read under 64 KiB, or gpu_copy=kernel) where the job's threads are at least the online CPUs (they and their io-wq workers then wait for a CPU), else off" },
+			    .help = "On for a job whose reads the kernel copies (its smallest read under 64 KiB, or gpu_copy=kernel) and end where they are issued (a file on tmpfs, or direct=0: io-wq posts their CQEs), where the job's threads are at least the online CPUs (they and their io-wq workers then wait for a CPU), else off (a block device's O_DIRECT reads reach the CQ only through the job's own task work)" },
 			  { .ival = "1", .oval = 1,
 			    .help = "On wherever the resident kernel runs" },
 			  { .ival = "0", .oval = 0,

@@ -506,10 +506,23 @@ int dbr_pick_spin(struct thread_data *td, long *spin_ns)
 	return ret ? dbr_fail(td, -ret, "gpu_spin_us", msg) : 0;
 }
 
+/* Do all of td's files' reads end where they are issued (no task work)? */
+static bool reads_done_in_issue(struct thread_data *td)
+{
+	struct fio_file *f;
+	unsigned int i;
+
+	for_each_file(td, f, i)
+		if (!dbr_reads_done_in_issue(f->file_name, td->o.odirect))
+			return false;
+	return true;
+}
+
 /*
  * Watch the CQ where asked, or (auto) where this job's reads go to the
- * kernel and job threads of this engine that may run beside td (its run
- * window, itself included) are at least the online CPUs.
+ * kernel and end where they are issued, and job threads of this engine that
+ * may run beside td (its run window, itself included) are at least the
+ * online CPUs.
  */
 bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 {
@@ -531,7 +544,8 @@ bool dbr_pick_watch(struct thread_data *td, const struct gpu_buf *b, bool p2p)
 		threads += dbr_same_engine(tnumber_to_td(i), td);
 	reads = td_read(td) &&
 		dbr_reads_to_kernel(b->copy_mode, td->o.min_bs[DDIR_READ]);
-	return dbr_watch_cq(o->gpu_watch_cq, can, reads, threads,
+	return dbr_watch_cq(o->gpu_watch_cq, can, reads,
+			    reads && reads_done_in_issue(td), threads,
 			    sysconf(_SC_NPROCESSORS_ONLN));
 }
 

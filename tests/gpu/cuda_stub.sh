@@ -152,6 +152,43 @@ grep -q "copies in the GPU owner's context" "$TMPD/kring-owner-watch.out" &&
 	pass "kring-owner-watch: the path line says the owner's kernel watches the CQ" ||
 	fail "kring-owner-watch: the path line: $(grep -m1 'gpu=cuda dev=' "$TMPD/kring-owner-watch.out")"
 
+# gpu_watch_cq=auto at as many job threads as CPUs: on for a file on tmpfs,
+# whose reads end in the call that issues them (io-wq posts their CQEs); off
+# for a block device's O_DIRECT reads, which reach the CQ only through the
+# job thread's own task work (the ring keeps DEFER_TASKRUN)
+# auto_watch_case NAME FILE WANT-CQ
+auto_watch_case() {
+	local name=$1 out=$TMPD/$1.out nj cq ring
+	nj=$(getconf _NPROCESSORS_ONLN)
+	CUDASTUB_KRING=1 LD_LIBRARY_PATH=$stub run_ok "$name" --name=cuda \
+		--filename="$2" --size=4m --offset_increment=4m --bs=4k --iodepth=8 \
+		--rw=randrw --gpu=cuda --transfer=bounce --direct=1 --thread \
+		--verify=crc32c --verify_fatal=1 --numjobs="$nj"
+	cq=$(grep -c 'reads copied by the resident kernel from the ring.s CQ' "$out")
+	ring=$(grep -m1 -o 'ring [A-Z_|]*' "$out")
+	if { [ "$3" = 1 ] && [ "$cq" = "$nj" ] && [[ $ring != *DEFER_TASKRUN* ]]; } ||
+		{ [ "$3" = 0 ] && [ "$cq" = 0 ] && [[ $ring = *DEFER_TASKRUN* ]]; }; then
+		pass "$name: $nj job threads, $cq of them read from the CQ, $ring"
+	else
+		fail "$name: want the CQ watched: $3; $cq of $nj job lines read from it, $ring"
+	fi
+}
+if [ "$(getconf _NPROCESSORS_ONLN)" -gt 8 ]; then
+	log "SKIP auto-watch: $(getconf _NPROCESSORS_ONLN) CPUs; auto watches only at as many job threads, and more than 8 on the stub's kernel threads would make this test slow"
+else
+	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && shm=$(mktemp /dev/shm/dbr-cuda-stub.XXXXXX); then
+		at_exit "rm -f $shm"
+		auto_watch_case auto-watch-tmpfs "$shm" 1
+	else
+		log "SKIP auto-watch-tmpfs: no tmpfs at /dev/shm"
+	fi
+	if dev=$(loop_dev 64M); then
+		auto_watch_case auto-watch-blkdev "$dev" 0
+	else
+		log "SKIP auto-watch-blkdev: no loop device (needs root)"
+	fi
+fi
+
 # DBR_KRING_PTX (the resident kernel's diagnostic build, gpu-proof rounds)
 # naming a file that is not there, or one that is not the kernel's PTX: the
 # job runs, launching the copy kernel per pass, and its line says why

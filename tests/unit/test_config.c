@@ -492,23 +492,32 @@ static void test_context(void)
 	      "gpu_owner=0: the process's own context");
 }
 
-/* gpu_watch_cq: 0 and 1 kept where the kernel can watch; auto by reads and threads against CPUs */
+/*
+ * gpu_watch_cq: 0 and 1 kept where the kernel can watch; auto by reads,
+ * where they end, and threads against CPUs
+ */
 static void test_watch_cq(void)
 {
-	CHECK(!dbr_watch_cq(1, false, true, 16, 16) &&
-	      !dbr_watch_cq(DBR_WATCH_CQ_AUTO, false, true, 64, 16),
+	CHECK(!dbr_watch_cq(1, false, true, true, 16, 16) &&
+	      !dbr_watch_cq(DBR_WATCH_CQ_AUTO, false, true, true, 64, 16),
 	      "no resident kernel to watch (host memory, p2p, launches, DMA only): off, whatever asked");
-	CHECK(dbr_watch_cq(1, true, false, 1, 16) && !dbr_watch_cq(0, true, true, 64, 16),
+	CHECK(dbr_watch_cq(1, true, false, false, 1, 16) &&
+	      !dbr_watch_cq(0, true, true, true, 64, 16),
 	      "gpu_watch_cq=1 and 0 are kept");
-	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, 8, 16) &&
-	      !dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, 15, 16),
+	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, true, 8, 16) &&
+	      !dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, true, 15, 16),
 	      "auto: fewer job threads than CPUs: off");
-	CHECK(dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, 16, 16) &&
-	      dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, 32, 16),
+	CHECK(dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, true, 16, 16) &&
+	      dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, true, 32, 16),
 	      "auto: as many job threads as CPUs, or more: on");
-	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, false, 32, 16),
+	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, false, 16, 16) &&
+	      !dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, false, 64, 16),
+	      "auto: reads the block layer completes (task work): off at any thread count");
+	CHECK(dbr_watch_cq(1, true, true, false, 16, 16),
+	      "gpu_watch_cq=1 on a block device: on");
+	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, false, true, 32, 16),
 	      "auto: a job that only writes: off");
-	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, 16, -1),
+	CHECK(!dbr_watch_cq(DBR_WATCH_CQ_AUTO, true, true, true, 16, -1),
 	      "auto: online CPUs unknown: off");
 	CHECK(dbr_reads_to_kernel(GPU_COPY_AUTO, 4096) &&
 	      dbr_reads_to_kernel(GPU_COPY_AUTO, 512) &&

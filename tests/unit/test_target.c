@@ -3,15 +3,22 @@
  * engine/core/target.c on the files this machine has: what p2p needs of a target
  * (a whole NVMe namespace) told apart from regular files, character devices,
  * directories, missing paths and other block devices (loop). An NVMe
- * namespace is checked only where DBR_TEST_NVME names one.
+ * namespace is checked only where DBR_TEST_NVME names one. Then where a
+ * target's reads end: in the call that issues them (the page cache: tmpfs,
+ * direct=0), or in the block layer's completion (a block device's or a
+ * disk filesystem's O_DIRECT reads).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <linux/magic.h>
 
 #include "check.h"
 #include "target.h"
@@ -93,10 +100,70 @@ static void test_nvme(void)
 	      "%s: an NVMe namespace (%s)", dev, t.name);
 }
 
+static bool on_tmpfs(const char *path)
+{
+	struct statfs fs;
+
+	return statfs(path, &fs) == 0 &&
+	       (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+}
+
+/* a scratch file in dir (path: dir's, filled in), or -1 */
+static int scratch_in(const char *dir, char *path, size_t len)
+{
+	snprintf(path, len, "%s/dbr-target.XXXXXX", dir);
+	return mkstemp(path);
+}
+
+static void test_done_in_issue(void)
+{
+	static const char *const disks[] = { ".", "/var/tmp", "/tmp" };
+	char path[PATH_MAX], dev[32];
+	unsigned int i;
+	int fd;
+
+	CHECK(!dbr_reads_done_in_issue("/dev/null", false) &&
+	      !dbr_reads_done_in_issue("/dev/null", true) &&
+	      !dbr_reads_done_in_issue("/tmp", true) &&
+	      !dbr_reads_done_in_issue("/nonexistent/dbr", false),
+	      "a character device, a directory, a missing path: not read through the page cache");
+	if (!on_tmpfs("/dev/shm") || (fd = scratch_in("/dev/shm", path, sizeof(path))) < 0) {
+		printf("ok - SKIP: /dev/shm is not a tmpfs this test can write to\n");
+	} else {
+		CHECK(dbr_reads_done_in_issue(path, true) &&
+		      dbr_reads_done_in_issue(path, false),
+		      "a file on tmpfs: its O_DIRECT reads copy from the page cache too");
+		unlink(path);
+		close(fd);
+	}
+	for (i = 0; i < sizeof(disks) / sizeof(disks[0]); i++)
+		if (!on_tmpfs(disks[i]) &&
+		    (fd = scratch_in(disks[i], path, sizeof(path))) >= 0)
+			break;
+	if (i == sizeof(disks) / sizeof(disks[0])) {
+		printf("ok - SKIP: no directory here off tmpfs to write a file in\n");
+	} else {
+		CHECK(!dbr_reads_done_in_issue(path, true) &&
+		      dbr_reads_done_in_issue(path, false),
+		      "a file in %s (not tmpfs): O_DIRECT reads end in the block layer, buffered ones in the page cache",
+		      disks[i]);
+		unlink(path);
+		close(fd);
+	}
+	if (find_loop(dev, sizeof(dev)) < 0) {
+		printf("ok - SKIP: no loop device node known to sysfs\n");
+		return;
+	}
+	CHECK(!dbr_reads_done_in_issue(dev, true) &&
+	      dbr_reads_done_in_issue(dev, false),
+	      "%s: O_DIRECT reads end in the block layer, buffered ones in the page cache", dev);
+}
+
 int main(void)
 {
 	test_not_block();
 	test_loop();
 	test_nvme();
+	test_done_in_issue();
 	return check_done("test_target");
 }

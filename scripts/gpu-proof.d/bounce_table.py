@@ -19,12 +19,25 @@ directory has a ceiling.json (merge_reps.py: the ceiling loop after each
 repetition), ours against the loop's read or write of the same repetition,
 as median and minimum.
 
+Where the runs had DBR_PROFILE=1 in their environment, a second table: per
+job and implementation, the job threads' time in the engine per I/O (fio's
+queue, commit and getevents calls), and of it the io_uring_enter calls, the
+copy passes sent and the waits on copies (each repetition's threads weighted
+by the I/O they queued; the median over repetitions).
+
 usage: bounce_table.py LABEL=RESULTS_DIR ...   (LABEL: the target)
 """
 import json
 import os
+import re
 import statistics
 import sys
+
+PROFILE = re.compile(
+    r"profile \(DBR_PROFILE\), per I/O queued \((\d+)\): ([\d.]+) us in queue, "
+    r"([\d.]+) in commit, ([\d.]+) in getevents \(of these, ([\d.]+) in "
+    r"([\d.]+) io_uring_enter calls: .*; ([\d.]+) sending copy passes, "
+    r"([\d.]+) waiting on copies\)")
 
 
 def copy_stage(threads):
@@ -56,6 +69,37 @@ def reps_by_impl(records):
         c = r["case"]
         out.setdefault(c["job"], {}).setdefault(c["impl"], []).append(
             (r["rep"], s["iops"], per_call, copy_stage(threads)))
+    return out
+
+
+def profile_of(notes):
+    """(engine us, enter us, enter calls, pass us, wait us) per I/O over the
+    job threads' profile lines among notes, weighted by their I/O; or None"""
+    rows = [m.groups() for m in map(PROFILE.search, notes or []) if m]
+    n = sum(int(r[0]) for r in rows)
+    if not n:
+        return None
+
+    def mean(f):
+        return sum(int(r[0]) * f(r) for r in rows) / n
+    return (mean(lambda r: float(r[1]) + float(r[2]) + float(r[3])),
+            mean(lambda r: float(r[4])), mean(lambda r: float(r[5])),
+            mean(lambda r: float(r[6])), mean(lambda r: float(r[7])))
+
+
+def profile_rows(label, records):
+    """the second table's rows: one per job and implementation profiled"""
+    by = {}
+    for r in records:
+        p = profile_of(r.get("notes"))
+        if p:
+            c = r["case"]
+            by.setdefault((c["job"], c["impl"]), []).append(p)
+    out = []
+    for (job, impl), reps in by.items():
+        med = [statistics.median(p[i] for p in reps) for i in range(5)]
+        out.append("| %s | %s | %s | %d | %.2f | %.2f (%.2f) | %.2f | %.2f |" %
+                   (label, job, impl, len(reps), *med))
     return out
 
 
@@ -116,6 +160,7 @@ def main(argv):
           "copies per runtime call or launch | "
           "copy stage per copied I/O: done after / waited, us |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    profiled = []
     for arg in argv:
         label, _, path = arg.partition("=")
         try:
@@ -131,6 +176,13 @@ def main(argv):
             ceil = {}
         for job, impls in reps_by_impl(records).items():
             print(row(label, job, impls, ceil))
+        profiled += profile_rows(label, records)
+    if profiled:
+        print("\n| target | job | impl | n | in the engine per I/O, us | "
+              "of it in io_uring_enter, us (calls) | sending copy passes, us | "
+              "waiting on copies, us |")
+        print("|---|---|---|---|---|---|---|---|")
+        print("\n".join(profiled))
     return 0
 
 

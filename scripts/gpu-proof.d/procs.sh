@@ -15,6 +15,10 @@
 #   implementations of their own, e.g. "dbr+gpu_watch_cq=1"), PROCS_THREADS
 #   (1: the 4k reads as job threads too, in the same run: fio's engine may
 #   run faster as processes than as threads, and ours should gain as much).
+#   PROCS_VARIANTS=dbr-host runs the engine on host memory beside (the table's
+#   gpu=host columns: what job processes cost the engine without copies);
+#   DBR_PROFILE=1 in the environment adds a table of where the job threads'
+#   time in the engine went per I/O (bounce_table.py).
 # Sourced by scripts/gpu-proof, which has built fio and the engine.
 
 # procs_job NAME NJ [OFFSET]: gpu-proof's job_for NAME NJ [OFFSET] as job

@@ -3,8 +3,9 @@
 # synthetic results.json with exact figures: IOPS spreads, the ratios of
 # repetition i to repetition i, copies per call, and the copy stage per
 # copied I/O summed over a repetition's threads (median over repetitions);
-# records from before the engine kept the copy stage give "-" there. And the
-# 1 MiB cases' way: one-repetition runs merged (merge_reps.py), each paired
+# records from before the engine kept the copy stage give "-" there; where
+# the engine's DBR_PROFILE lines are among a record's notes, the second
+# table's per-I/O times, threads weighted by their I/O. And the 1 MiB cases' way: one-repetition runs merged (merge_reps.py), each paired
 # with the ceiling loop's lines that followed it.
 . "$(dirname "$0")/../lib.sh"
 
@@ -20,9 +21,16 @@ def thread(copies, calls, copied, copy_us, wait_us, old=False):
         t.update(copied_ios=copied, copy_ns=int(copy_us * 1000 * copied),
                  copy_wait_ns=int(wait_us * 1000 * copied))
     return t
-def rec(job, impl, rep, iops, threads):
+def rec(job, impl, rep, iops, threads, notes=()):
     return {"case": {"job": job, "impl": impl}, "rep": rep,
-            "summary": {"iops": iops}, "gpu_threads": threads}
+            "summary": {"iops": iops}, "gpu_threads": threads,
+            "notes": list(notes)}
+def prof(n, q, c, g, e, k, p, w):
+    return ("dmabuf_uring: p thread 0: profile (DBR_PROFILE), per I/O queued (%d): "
+            "%.2f us in queue, %.2f in commit, %.2f in getevents (of these, %.2f in "
+            "%.2f io_uring_enter calls: submit 1.00 (1.10 us), submit and wait 0.03 "
+            "(1.18 us); %.2f sending copy passes, %.2f waiting on copies)" %
+            (n, q, c, g, e, k, p, w))
 records = [
     # two threads per repetition: 20 / 40 us after queueing, 0.5 / 1.5 us
     # waited, 100 copied I/O each: 30 us and 1.0 us for the repetition
@@ -40,6 +48,16 @@ records = [
     rec("h-4k", "dbr", 2, 320e3, []),
     rec("h-4k", "dbr-host", 2, 320e3, []),
     rec("h-4k", "io_uring", 2, 400e3, []),
+    # profiled: repetition 1's threads weigh 1:3 (engine 2.0 and 4.0 us:
+    # 3.5; enters 1.0 and 3.0: 2.5 in 1.0 and 2.0 calls: 1.75; passes 0.5;
+    # waits 0.0 and 1.0: 0.75); repetition 2 one thread (5.5, 3.5 in 2.25,
+    # 0.5, 1.25): the medians 4.50, 3.00 (2.00), 0.50, 1.00
+    rec("p-4k", "dbr", 1, 300e3, [], [prof(100, 0.5, 0.5, 1.0, 1.0, 1.0, 0.5, 0.0),
+                                      prof(300, 1.0, 1.0, 2.0, 3.0, 2.0, 0.5, 1.0),
+                                      "dmabuf_uring: p: a path line"]),
+    rec("p-4k", "dbr", 2, 300e3, [], [prof(50, 1.0, 0.5, 4.0, 3.5, 2.25, 0.5, 1.25)]),
+    rec("p-4k", "io_uring", 1, 400e3, []),
+    rec("p-4k", "io_uring", 2, 400e3, []),
 ]
 os.makedirs(os.path.join(d, "run"))
 json.dump({"records": records}, open(os.path.join(d, "run", "results.json"), "w"))
@@ -56,6 +74,10 @@ line() { grep "^| zram | $1 |" "$TMPD/table.md"; }
 [ "$(line h-4k)" = "| zram | h-4k | 2 | 240.0k / 280.0k / 320.0k | 400.0k / 400.0k / 400.0k | 0.70 (min 0.60) | 0.80 (min 0.60) | 0.90 (min 0.80) | - | - | - |" ] &&
 	pass "with gpu=host beside: ours / it and it / fio, paired by repetition" ||
 	fail "row h-4k: $(line h-4k)"
+grep -qxF "| zram | p-4k | dbr | 2 | 4.50 | 3.00 (2.00) | 0.50 | 1.00 |" "$TMPD/table.md" &&
+	[ "$(grep -c '^| zram | p-4k |' "$TMPD/table.md")" = 2 ] &&
+	pass "DBR_PROFILE lines: the second table, threads weighted by their I/O, the median over repetitions" ||
+	fail "profile table: $(sed -n '/in the engine per I\/O/,$p' "$TMPD/table.md")"
 head -1 "$TMPD/table.md" | grep -q "copy stage per copied I/O: done after / waited, us |$" &&
 	pass "the header names the column" || fail "header: $(head -1 "$TMPD/table.md")"
 

@@ -7,8 +7,9 @@
 # per-repetition ratios); without MPS, then with an MPS server (PROCS_MPS=0
 # skips it); fio's libcufile engine (cuda_io=posix, threads as its
 # examples run it) once per case;
-# for 1 MiB reads the ceiling loop (gpu-proof.d/ceiling.c: the same bytes
-# through pinned slots and DMA copies, without fio), where PCIe is the limit.
+# for 1 MiB reads, each repetition a run of its own followed by the ceiling
+# loop (paired_1m; gpu-proof.d/ceiling.c: the same bytes through pinned slots
+# and DMA copies, without fio), where PCIe or host memory is the limit.
 #   PROCS_TARGETS (zram shm), PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
 #   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1),
 #   PROCS_VARIANTS (ours with other options, alternating with the rest as
@@ -32,7 +33,7 @@ procs_job() {
 
 # procs_cases TARGET TAG: the matrix on TARGET (bounce_target's variables)
 procs_cases() {
-	local t=$1 tag=$2 nj jobs4k=() jobs1m=() share sets=() kv impl
+	local t=$1 tag=$2 nj jobs4k=() share sets=() kv impl
 
 	for kv in ${PROCS_SET:-}; do sets+=(--set "$kv"); done
 	impl=dbr,io_uring$(variants "${PROCS_VARIANTS:-}")
@@ -42,22 +43,19 @@ procs_cases() {
 			 "$(procs_job bounce-randwrite-4k "$nj" "$WRITE_AT")")
 		[ "${PROCS_THREADS:-0}" = 1 ] &&
 			jobs4k+=("$(job_for bounce-randread-4k "$nj")")
-		jobs1m+=("$(procs_job bounce-seqread-1m "$nj")")
 	done
 	DBR_GPU=cuda perf_run "procs-$t-4k-$tag" --transfer bounce \
 		--repeat "${PROCS_REPEAT:-3}" --runtime "$RUNTIME" "${sets[@]}" \
 		--target "$DEV" --size "$READ_SPAN" "${DEV_ARGS[@]}" --impl "$impl" \
 		--jobs "$(IFS=,; echo "${jobs4k[*]}")"
+	# 1 MiB reads beside the ceiling loop, where PCIe or host memory and
+	# not the engine is the limit: each repetition with its own loop
 	share=$((READ_SPAN / 16 >> 20 << 20))
-	DBR_GPU=cuda perf_run "procs-$t-1m-$tag" --transfer bounce \
-		--repeat "${PROCS_REPEAT:-3}" --runtime "$RUNTIME" "${sets[@]}" \
-		--target "$DEV" --size "$share" --set offset_increment="$share" \
-		"${DEV_ARGS[@]}" --impl "dbr,io_uring$(variants "${PROCS_VARIANTS:-}")" \
-		--jobs "$(IFS=,; echo "${jobs1m[*]}")"
-	# where PCIe, not the engine, is the limit: the same bytes without fio
 	for nj in ${PROCS_NJ:-4 16}; do
-		note "procs $t $tag, 1 MiB read, $nj threads, the ceiling loop: $(
-			ceiling_run "$nj" "$share" read 2>&1 | tail -1)"
+		paired_1m "procs-$t-1m-${nj}p-$tag" "$nj" "$share" "${PROCS_REPEAT:-3}" read \
+			"dbr,io_uring$(variants "${PROCS_VARIANTS:-}")" \
+			"$(procs_job bounce-seqread-1m "$nj")" \
+			--transfer bounce --runtime "$RUNTIME" "${sets[@]}"
 	done
 }
 
@@ -71,8 +69,12 @@ procs_lines() {
 # read how long after queueing its copy was seen done and how long the job
 # process waited on copies (a spin, where the kernel watches the CQ)
 procs_table() {
-	python3 "$top/scripts/gpu-proof.d/bounce_table.py" "$1-$2=$W/perf-procs-$1-4k-$2" \
-		"$1-$2=$W/perf-procs-$1-1m-$2" | tee -a "$summary"
+	local nj dirs=("$1-$2=$W/perf-procs-$1-4k-$2")
+
+	for nj in ${PROCS_NJ:-4 16}; do
+		dirs+=("$1-$2=$W/perf-procs-$1-1m-${nj}p-$2")
+	done
+	python3 "$top/scripts/gpu-proof.d/bounce_table.py" "${dirs[@]}" | tee -a "$summary"
 }
 
 mps_start() {

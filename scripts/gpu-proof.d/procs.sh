@@ -33,10 +33,11 @@ procs_job() {
 
 # procs_cases TARGET TAG: the matrix on TARGET (bounce_target's variables)
 procs_cases() {
-	local t=$1 tag=$2 nj jobs4k=() share sets=() kv impl
+	local t=$1 tag=$2 nj jobs4k=() share sets=() kv ours impl
 
 	for kv in ${PROCS_SET:-}; do sets+=(--set "$kv"); done
-	impl=dbr,io_uring$(variants "${PROCS_VARIANTS:-}")
+	ours=dbr,io_uring$(variants "${PROCS_VARIANTS:-}")
+	impl=$ours
 	[ "${HAVE_CUFILE:-0}" = 1 ] && [ "$tag" = nomps ] && impl=$impl,libcufile-posix
 	for nj in ${PROCS_NJ:-4 16}; do
 		jobs4k+=("$(procs_job bounce-randread-4k "$nj")"
@@ -53,8 +54,7 @@ procs_cases() {
 	share=$((READ_SPAN / 16 >> 20 << 20))
 	for nj in ${PROCS_NJ:-4 16}; do
 		paired_1m "procs-$t-1m-${nj}p-$tag" "$nj" "$share" "${PROCS_REPEAT:-3}" read \
-			"dbr,io_uring$(variants "${PROCS_VARIANTS:-}")" \
-			"$(procs_job bounce-seqread-1m "$nj")" \
+			"$ours" "$(procs_job bounce-seqread-1m "$nj")" \
 			--transfer bounce --runtime "$RUNTIME" "${sets[@]}"
 	done
 }

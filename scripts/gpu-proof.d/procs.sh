@@ -10,7 +10,8 @@
 # for 1 MiB reads, each repetition a run of its own followed by the ceiling
 # loop (paired_1m; gpu-proof.d/ceiling.c: the same bytes through pinned slots
 # and DMA copies, without fio), where PCIe or host memory is the limit.
-#   PROCS_TARGETS (zram shm), PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
+#   PROCS_TARGETS (zram shm), PROCS_PARTS ("verify 4k 1m": which parts run),
+#   PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
 #   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1),
 #   PROCS_VARIANTS (ours with other options, alternating with the rest as
 #   implementations of their own, e.g. "dbr+gpu_watch_cq=1"), PROCS_THREADS
@@ -31,6 +32,11 @@ procs_job() {
 	echo "$f"
 }
 
+# procs_part PART: is PART (verify, 4k, 1m) among PROCS_PARTS?
+procs_part() {
+	[[ " ${PROCS_PARTS:-verify 4k 1m} " = *" $1 "* ]]
+}
+
 # procs_cases TARGET TAG: the matrix on TARGET (bounce_target's variables)
 procs_cases() {
 	local t=$1 tag=$2 nj jobs4k=() share sets=() kv ours impl
@@ -45,12 +51,14 @@ procs_cases() {
 		[ "${PROCS_THREADS:-0}" = 1 ] &&
 			jobs4k+=("$(job_for bounce-randread-4k "$nj")")
 	done
-	DBR_GPU=cuda perf_run "procs-$t-4k-$tag" --transfer bounce \
-		--repeat "${PROCS_REPEAT:-3}" --runtime "$RUNTIME" "${sets[@]}" \
-		--target "$DEV" --size "$READ_SPAN" "${DEV_ARGS[@]}" --impl "$impl" \
-		--jobs "$(IFS=,; echo "${jobs4k[*]}")"
+	procs_part 4k &&
+		DBR_GPU=cuda perf_run "procs-$t-4k-$tag" --transfer bounce \
+			--repeat "${PROCS_REPEAT:-3}" --runtime "$RUNTIME" "${sets[@]}" \
+			--target "$DEV" --size "$READ_SPAN" "${DEV_ARGS[@]}" --impl "$impl" \
+			--jobs "$(IFS=,; echo "${jobs4k[*]}")"
 	# 1 MiB reads beside the ceiling loop, where PCIe or host memory and
 	# not the engine is the limit: each repetition with its own loop
+	procs_part 1m || return 0
 	share=$((READ_SPAN / 16 >> 20 << 20))
 	for nj in ${PROCS_NJ:-4 16}; do
 		paired_1m "procs-$t-1m-${nj}p-$tag" "$nj" "$share" "${PROCS_REPEAT:-3}" read \
@@ -59,9 +67,14 @@ procs_cases() {
 	done
 }
 
-# the path lines of one run: how the job processes' copies ran
+# the path lines of TARGET's runs under TAG: how the job processes' copies
+# ran (the 4k run's, else the 1 MiB runs')
 procs_lines() {
-	grep -h "^dmabuf_uring: .*gpu=cuda" "$W/perf-$1"/runs/*.out 2>/dev/null |
+	local d dirs=("$W/perf-procs-$1-4k-$2")
+
+	procs_part 4k || dirs=("$W/perf-procs-$1-1m-"*"p-$2-r"*)
+	for d in "${dirs[@]}"; do cat "$d"/runs/*.out 2>/dev/null; done |
+		grep "^dmabuf_uring: .*gpu=cuda" |
 		sed 's/^dmabuf_uring: //' | sort | uniq -c | head -6 | tee -a "$summary"
 }
 
@@ -69,10 +82,11 @@ procs_lines() {
 # read how long after queueing its copy was seen done and how long the job
 # process waited on copies (a spin, where the kernel watches the CQ)
 procs_table() {
-	local nj dirs=("$1-$2=$W/perf-procs-$1-4k-$2")
+	local nj dirs=()
 
+	procs_part 4k && dirs+=("$1-$2=$W/perf-procs-$1-4k-$2")
 	for nj in ${PROCS_NJ:-4 16}; do
-		dirs+=("$1-$2=$W/perf-procs-$1-1m-${nj}p-$2")
+		procs_part 1m && dirs+=("$1-$2=$W/perf-procs-$1-1m-${nj}p-$2")
 	done
 	python3 "$top/scripts/gpu-proof.d/bounce_table.py" "${dirs[@]}" | tee -a "$summary"
 }
@@ -108,14 +122,14 @@ proof_procs() {
 	for t in ${PROCS_TARGETS:-zram shm}; do
 		bounce_target "$t" || continue
 		section "procs $t, no MPS"
-		procs_verify "$t"
+		procs_part verify && procs_verify "$t"
 		procs_cases "$t" nomps
-		procs_lines "procs-$t-4k-nomps"
+		procs_lines "$t" nomps
 		procs_table "$t" nomps
 		if [ "${PROCS_MPS:-1}" = 1 ] && mps_start; then
 			section "procs $t, MPS"
 			procs_cases "$t" mps
-			procs_lines "procs-$t-4k-mps"
+			procs_lines "$t" mps
 			procs_table "$t" mps
 			mps_stop
 		fi

@@ -79,6 +79,31 @@ row=$(grep '^| zram-nomps | bounce-seqread-1m-16p |' "$summary")
 	fail "procs table: $row"
 
 : >"$calls"
+PROCS_PARTS=1m PROCS_NJ=4 PROCS_REPEAT=1 procs_cases zram nomps >/dev/null
+seq=$(grep -v '^report' "$calls" | sed 's/ --.*//' | tr '\n' ' ')
+want="perf procs-zram-1m-4p-nomps-r1 loop 4 $((READ_SPAN / 16)) read "
+[ "$seq" = "$want" ] && pass "procs: PROCS_PARTS=1m runs the 1 MiB cases alone" ||
+	fail "procs, PROCS_PARTS=1m: calls '$seq', want '$want'"
+: >"$calls"
+PROCS_PARTS=4k PROCS_NJ=4 PROCS_REPEAT=1 procs_cases zram nomps >/dev/null
+seq=$(grep -v '^report' "$calls" | sed 's/ --.*//' | tr '\n' ' ')
+[ "$seq" = "perf procs-zram-4k-nomps " ] && pass "procs: PROCS_PARTS=4k runs the 4k cases alone" ||
+	fail "procs, PROCS_PARTS=4k: calls '$seq'"
+: >"$summary"
+PROCS_PARTS=1m PROCS_NJ=4 procs_table zram nomps >/dev/null
+rows=$(grep -c '^| zram-nomps |' "$summary")
+grep -q '^| zram-nomps | bounce-seqread-1m-4p |' "$summary" && [ "$rows" = 1 ] &&
+	pass "procs: the table of PROCS_PARTS=1m has its 1 MiB row only" ||
+	fail "procs, PROCS_PARTS=1m: $rows rows: $(cat "$summary")"
+# the path lines come from the runs that ran: the 1 MiB ones without 4k
+mkdir -p "$W/perf-procs-zram-1m-4p-nomps-r1/runs" "$W/perf-procs-zram-1m-4p-mps-r1/runs"
+echo "dmabuf_uring: pv-1m: gpu=cuda dev=0 owner" >"$W/perf-procs-zram-1m-4p-nomps-r1/runs/1.out"
+echo "dmabuf_uring: pv-1m: gpu=cuda dev=0 mps" >"$W/perf-procs-zram-1m-4p-mps-r1/runs/1.out"
+lines=$(PROCS_PARTS=1m procs_lines zram nomps | sed 's/^ *//')
+[ "$lines" = "1 pv-1m: gpu=cuda dev=0 owner" ] && pass "procs: path lines of the 1 MiB runs, of their tag only" ||
+	fail "procs, PROCS_PARTS=1m: path lines '$lines'"
+
+: >"$calls"
 # shellcheck disable=SC2034 # bounce_1m reads common
 common=(--transfer bounce --repeat 5 --runtime 1) table=()
 BOUNCE_THREADS=2 BOUNCE_REPEAT=2 bounce_1m zram >/dev/null

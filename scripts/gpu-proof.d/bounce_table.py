@@ -19,7 +19,12 @@ directory has a ceiling.json (merge_reps.py: the ceiling loop after each
 repetition), ours against the loop's read or write of the same repetition,
 as median and minimum.
 
-Where the runs had DBR_PROFILE=1 in their environment, a second table: per
+Where ours also ran with other options, as implementations of their own
+('dbr+gpu_spin_us=0': PROCS_VARIANTS, BOUNCE_4K_IMPLS), a table of them: per
+job and variant, its IOPS and, paired by repetition as above, its ratio to
+fio's engine and to ours as is.
+
+Where the runs had DBR_PROFILE=1 in their environment, a table: per
 job and implementation, the job threads' time in the engine per I/O (fio's
 queue, commit and getevents calls), and of it the io_uring_enter calls, the
 copy passes sent and the waits on copies (each repetition's threads weighted
@@ -103,6 +108,15 @@ def profile_rows(label, records):
     return out
 
 
+def variant_rows(label, job, impls):
+    """the variants' table rows: ours with other options, one per variant"""
+    return ["| %s | %s | %s | %d | %s | %s | %s |" %
+            (label, job, impl, len(reps), spread([i for _, i, _, _ in reps]),
+             ratio_cell(reps, impls.get("io_uring")),
+             ratio_cell(reps, impls.get("dbr")))
+            for impl, reps in sorted(impls.items()) if "+" in impl]
+
+
 def spread(values):
     return "%s / %s / %s" % (fmt(min(values)), fmt(statistics.median(values)),
                              fmt(max(values)))
@@ -160,7 +174,7 @@ def main(argv):
           "copies per runtime call or launch | "
           "copy stage per copied I/O: done after / waited, us |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    profiled = []
+    profiled, variants = [], []
     for arg in argv:
         label, _, path = arg.partition("=")
         try:
@@ -176,7 +190,13 @@ def main(argv):
             ceil = {}
         for job, impls in reps_by_impl(records).items():
             print(row(label, job, impls, ceil))
+            variants += variant_rows(label, job, impls)
         profiled += profile_rows(label, records)
+    if variants:
+        print("\n| target | job | variant | n | IOPS min / median / max | "
+              "variant / fio, median (min) | variant / ours, median (min) |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(variants))
     if profiled:
         print("\n| target | job | impl | n | in the engine per I/O, us | "
               "of it in io_uring_enter, us (calls) | sending copy passes, us | "

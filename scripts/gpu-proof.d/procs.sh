@@ -14,7 +14,8 @@
 #   PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
 #   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1),
 #   PROCS_VARIANTS (ours with other options, alternating with the rest as
-#   implementations of their own, e.g. "dbr+gpu_watch_cq=1"), PROCS_THREADS
+#   implementations of their own, e.g. "dbr+gpu_watch_cq=1"; the table
+#   gives each a row against fio's engine and ours as is), PROCS_THREADS
 #   (1: the 4k reads as job threads too, in the same run: fio's engine may
 #   run faster as processes than as threads, and ours should gain as much).
 #   PROCS_VARIANTS=dbr-host runs the engine on host memory beside (the table's

@@ -93,7 +93,7 @@ def profile_of(notes):
 
 
 def profile_rows(label, records):
-    """the second table's rows: one per job and implementation profiled"""
+    """the profile table's rows: one per job and implementation profiled"""
     by = {}
     for r in records:
         p = profile_of(r.get("notes"))

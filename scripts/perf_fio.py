@@ -301,15 +301,45 @@ class TaskSampler:
         return {"iowq_cpu_s": iowq / hz, "iowq_workers": self.max_workers}
 
 
+PROC_STAT = "/proc/stat"
+
+
+def cpu_ticks(path=None):
+    """(steal, total): clock ticks of all CPUs since boot from /proc/stat's
+    first line (user, nice, system, idle, iowait, irq, softirq, steal; guest
+    time is inside user); None where it cannot be read."""
+    try:
+        with open(path or PROC_STAT) as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    ticks = [int(v) for v in fields[1:9]]
+    return ticks[7], sum(ticks)
+
+
+def steal_share(before, after):
+    """The share of the machine's CPU time between two cpu_ticks readings
+    that a hypervisor gave to something else (steal): a VM's CPUs were not
+    its own for that long, and fio's rates dip with it. None without both
+    readings or with no time between them."""
+    if not before or not after or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
 def run_fio(cmd, timeout, env=None):
     """Run fio; returns (exit status, combined output, CPU seconds, task
     figures). The CPU time is user+sys of the whole fio process, every
     thread of it: the job threads that fio's own JSON counts, but also fio's
     main thread and the kernel's io_uring workers (io-wq threads belong to
     the process whose ring punted the I/O), which the JSON's usr_cpu/sys_cpu
-    leave out. The task figures (TaskSampler) split out the io-wq workers.
+    leave out. The task figures (TaskSampler) split out the io-wq workers;
+    steal_share is the machine's CPU steal over the run (steal_share()).
     env: variables to add to fio's environment."""
     before = _children_cpu()
+    ticks = cpu_ticks()
     try:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
@@ -331,6 +361,7 @@ def run_fio(cmd, timeout, env=None):
         sampler.finish()
         raise
     tasks = sampler.finish()
+    tasks["steal_share"] = steal_share(ticks, cpu_ticks())
     return p.returncode, out, _children_cpu() - before, tasks
 
 

@@ -173,6 +173,31 @@ def apart_lines(records):
             for cid, reps in apart(records).items()]
 
 
+STEAL_MAX_PCT = 2.0     # CPU steal (percent of the machine's CPU time) named
+
+
+def stolen(records):
+    """{case id: [(rep, percent)]} for the repetitions in which a hypervisor
+    took at least STEAL_MAX_PCT of the machine's CPU time (the record's
+    steal_pct: scripts/perf reads /proc/stat around each run)."""
+    out = {}
+    for r in records:
+        pct = (r.get("summary") or {}).get("steal_pct")
+        if pct is not None and pct >= STEAL_MAX_PCT:
+            out.setdefault(r["id"], []).append((r["rep"], pct))
+    return out
+
+
+def steal_lines(records):
+    return ["%s: the hypervisor ran other work for %s of this machine's CPU "
+            "time in repetition%s %s: its rates dip with that, and its ratios "
+            "say as much of the neighbours as of the engines" % (
+                cid, "/".join("%.1f%%" % p for _, p in reps),
+                "s" if len(reps) > 1 else "",
+                ", ".join(str(n) for n, _ in reps))
+            for cid, reps in stolen(records).items()]
+
+
 # ----------------------------------------------------------------- per GPU
 
 def _gpu_buckets(threads):
@@ -243,7 +268,7 @@ def gpu_rows(gpus):
                    "%.2f" % (g["bw_bytes"] / 2**30), _count(g["copies"]))
 
 
-def markdown(agg, rats, meta, gpus=None, apart=None):
+def markdown(agg, rats, meta, gpus=None, apart=None, steal=None):
     out = io.StringIO()
     out.write("# scripts/perf results\n\n")
     for k, v in meta.items():
@@ -265,6 +290,10 @@ def markdown(agg, rats, meta, gpus=None, apart=None):
     if apart:
         out.write("\n## Threads not together (the engine's I/O windows)\n\n")
         for line in apart:
+            out.write("- **%s**\n" % line)
+    if steal:
+        out.write("\n## CPU steal (a VM's CPUs lent elsewhere)\n\n")
+        for line in steal:
             out.write("- **%s**\n" % line)
     if gpus:
         out.write("\n## Per GPU (cases on more than one GPU; plot: gpu.svg)"

@@ -24,6 +24,10 @@ Where ours also ran with other options, as implementations of their own
 job and variant, its IOPS and, paired by repetition as above, its ratio to
 fio's engine and to ours as is.
 
+Last, the machine's CPU steal over the runs (scripts/perf's steal_pct):
+the repetitions at perf_report.STEAL_MAX_PCT or more named, else the
+largest figure; a VM whose CPUs ran other work moves both engines' rates.
+
 Where the runs had DBR_PROFILE=1 in their environment, a table: per
 job and implementation, the job threads' time in the engine per I/O (fio's
 queue, commit and getevents calls), and of it the io_uring_enter calls, the
@@ -37,6 +41,9 @@ import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import perf_report  # noqa: E402  (scripts/, beside this directory)
 
 PROFILE = re.compile(
     r"profile \(DBR_PROFILE\), per I/O queued \((\d+)\): ([\d.]+) us in queue, "
@@ -166,6 +173,30 @@ def row(label, job, impls, ceil):
         ceiling_cell(job, ours, ceil), calls, copy)
 
 
+def steal_line(label, records, worst):
+    """Adds label's repetitions at STEAL_MAX_PCT or more to worst (a list);
+    returns the largest steal figure among records, or None."""
+    most = None
+    for r in records:
+        pct = (r.get("summary") or {}).get("steal_pct")
+        if pct is None:
+            continue
+        most = pct if most is None else max(most, pct)
+        if pct >= perf_report.STEAL_MAX_PCT:
+            worst.append("%s %s %s rep %d: %.1f%%" % (
+                label, r["case"]["job"], r["case"]["impl"], r["rep"], pct))
+    return most
+
+
+def print_steal(worst, most):
+    if worst:
+        print("\nCPU steal of %.0f%% or more (the VM's CPUs ran other work; "
+              "those runs' rates dip): %s" % (perf_report.STEAL_MAX_PCT,
+                                               ", ".join(worst)))
+    elif most is not None:
+        print("\nCPU steal: at most %.1f%% in any run" % most)
+
+
 def main(argv):
     print("| target | job | n | ours IOPS min / median / max | "
           "fio io_uring IOPS | ours / fio, median (min) | "
@@ -174,7 +205,7 @@ def main(argv):
           "copies per runtime call or launch | "
           "copy stage per copied I/O: done after / waited, us |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    profiled, variants = [], []
+    profiled, variants, worst, most = [], [], [], None
     for arg in argv:
         label, _, path = arg.partition("=")
         try:
@@ -192,6 +223,9 @@ def main(argv):
             print(row(label, job, impls, ceil))
             variants += variant_rows(label, job, impls)
         profiled += profile_rows(label, records)
+        m = steal_line(label, records, worst)
+        if m is not None:
+            most = m if most is None else max(most, m)
     if variants:
         print("\n| target | job | variant | n | IOPS min / median / max | "
               "variant / fio, median (min) | variant / ours, median (min) |")
@@ -203,6 +237,7 @@ def main(argv):
               "waiting on copies, us |")
         print("|---|---|---|---|---|---|---|---|")
         print("\n".join(profiled))
+    print_steal(worst, most)
     return 0
 
 

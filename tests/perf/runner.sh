@@ -95,6 +95,8 @@ for r in res["records"]:
         (s["lat_p99_us"], job["read"]["lat_ns"]["percentile"]["99.000000"])
     assert s["lat_mean_us"] >= s["clat_mean_us"], (s["lat_mean_us"], s["clat_mean_us"])
     assert s["cpu_us_per_io"] > 0
+    # the machine's CPU steal over the run, read from /proc/stat
+    assert s["steal_pct"] is not None and 0 <= s["steal_pct"] <= 100, s["steal_pct"]
 rows = list(csv.DictReader(open(os.path.join(out, "results.csv"))))
 assert [r["id"] for r in rows] == [
     "overhead-4k-randread %s qd=%s" % (i, q) for q in ("1", "4")

@@ -220,8 +220,9 @@ if [ -s "$TMPD/server.pid" ]; then
 		grep -q "hosts: ip:127.0.0.1,$port" "$TMPD/cs/results.md" &&
 		python3 -c "
 import json,sys; r=json.load(open('$TMPD/cs/results.json'))['records'][0]['summary']
-assert r['ios'] > 0 and r['hosts'] != ['local'], r" &&
-		pass "client/server run through --hosts (fio's client_stats parsed)" ||
+assert r['ios'] > 0 and r['hosts'] != ['local'], r
+assert r['steal_pct'] is None, r" &&
+		pass "client/server run through --hosts (fio's client_stats parsed; no local CPU steal for it)" ||
 		{ fail "client/server run through --hosts (exit $rc)"; tail -8 "$TMPD/cs.out"; }
 else
 	fail "fio --server did not start"

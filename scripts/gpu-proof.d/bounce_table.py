@@ -24,15 +24,15 @@ Where ours also ran with other options, as implementations of their own
 job and variant, its IOPS and, paired by repetition as above, its ratio to
 fio's engine and to ours as is.
 
-Last, the machine's CPU steal over the runs (scripts/perf's steal_pct):
-the repetitions at perf_report.STEAL_MAX_PCT or more named, else the
-largest figure; a VM whose CPUs ran other work moves both engines' rates.
-
 Where the runs had DBR_PROFILE=1 in their environment, a table: per
 job and implementation, the job threads' time in the engine per I/O (fio's
 queue, commit and getevents calls), and of it the io_uring_enter calls, the
 copy passes sent and the waits on copies (each repetition's threads weighted
 by the I/O they queued; the median over repetitions).
+
+Last, the machine's CPU steal over the runs (scripts/perf's steal_pct):
+the repetitions at perf_report.STEAL_MAX_PCT or more named, else the
+largest figure; a VM whose CPUs ran other work moves both engines' rates.
 
 usage: bounce_table.py LABEL=RESULTS_DIR ...   (LABEL: the target)
 """
@@ -173,28 +173,24 @@ def row(label, job, impls, ceil):
         ceiling_cell(job, ours, ceil), calls, copy)
 
 
-def steal_line(label, records, worst):
-    """Adds label's repetitions at STEAL_MAX_PCT or more to worst (a list);
-    returns the largest steal figure among records, or None."""
-    most = None
-    for r in records:
-        pct = (r.get("summary") or {}).get("steal_pct")
-        if pct is None:
-            continue
-        most = pct if most is None else max(most, pct)
-        if pct >= perf_report.STEAL_MAX_PCT:
-            worst.append("%s %s %s rep %d: %.1f%%" % (
-                label, r["case"]["job"], r["case"]["impl"], r["rep"], pct))
-    return most
+def steals(label, records):
+    """(what, percent) for each repetition with a steal figure"""
+    return [("%s %s %s rep %d" % (label, r["case"]["job"], r["case"]["impl"],
+                                  r["rep"]), r["summary"]["steal_pct"])
+            for r in records
+            if (r.get("summary") or {}).get("steal_pct") is not None]
 
 
-def print_steal(worst, most):
+def print_steal(stolen):
+    worst = ["%s: %.1f%%" % s for s in stolen
+             if s[1] >= perf_report.STEAL_MAX_PCT]
     if worst:
         print("\nCPU steal of %.0f%% or more (the VM's CPUs ran other work; "
               "those runs' rates dip): %s" % (perf_report.STEAL_MAX_PCT,
                                                ", ".join(worst)))
-    elif most is not None:
-        print("\nCPU steal: at most %.1f%% in any run" % most)
+    elif stolen:
+        print("\nCPU steal: at most %.1f%% in any run" %
+              max(p for _, p in stolen))
 
 
 def main(argv):
@@ -205,7 +201,7 @@ def main(argv):
           "copies per runtime call or launch | "
           "copy stage per copied I/O: done after / waited, us |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    profiled, variants, worst, most = [], [], [], None
+    profiled, variants, stolen = [], [], []
     for arg in argv:
         label, _, path = arg.partition("=")
         try:
@@ -223,9 +219,7 @@ def main(argv):
             print(row(label, job, impls, ceil))
             variants += variant_rows(label, job, impls)
         profiled += profile_rows(label, records)
-        m = steal_line(label, records, worst)
-        if m is not None:
-            most = m if most is None else max(most, m)
+        stolen += steals(label, records)
     if variants:
         print("\n| target | job | variant | n | IOPS min / median / max | "
               "variant / fio, median (min) | variant / ours, median (min) |")
@@ -237,7 +231,7 @@ def main(argv):
               "waiting on copies, us |")
         print("|---|---|---|---|---|---|---|---|")
         print("\n".join(profiled))
-    print_steal(worst, most)
+    print_steal(stolen)
     return 0
 
 

@@ -33,6 +33,11 @@ by the I/O they queued; the median over repetitions).
 Last, the machine's CPU steal over the runs (scripts/perf's steal_pct):
 the repetitions at perf_report.STEAL_MAX_PCT or more named, else the
 largest figure; a VM whose CPUs ran other work moves both engines' rates.
+Then whether each job's smallest ours / fio repetition is one of them: the
+jobs whose minimum came with steal at that bar or more named (with the
+ratio and the larger of the two runs' figures), else the largest steal in
+any job's smallest repetition, so a minimum is not blamed on neighbours
+that were not there.
 
 usage: bounce_table.py LABEL=RESULTS_DIR ...   (LABEL: the target)
 """
@@ -193,6 +198,41 @@ def print_steal(stolen):
               max(p for _, p in stolen))
 
 
+def smallest_reps(label, records):
+    """(what, ratio, steal) for each job's smallest ours / fio repetition
+    where either run has a steal figure; steal is the larger of the two"""
+    runs = {(r["case"]["job"], r["case"]["impl"], r["rep"]): r["summary"]
+            for r in records if (r.get("summary") or {}).get("iops")}
+    out = []
+    for job in sorted({j for j, _, _ in runs}):
+        pairs = [(s["iops"] / runs[(job, "io_uring", rep)]["iops"], rep)
+                 for (j, i, rep), s in runs.items()
+                 if j == job and i == "dbr" and (j, "io_uring", rep) in runs]
+        if not pairs:
+            continue
+        ratio, rep = min(pairs)
+        figs = [runs[(job, i, rep)].get("steal_pct")
+                for i in ("dbr", "io_uring")]
+        figs = [p for p in figs if p is not None]
+        if figs:
+            out.append(("%s %s rep %d" % (label, job, rep), ratio, max(figs)))
+    return out
+
+
+def print_smallest(smallest):
+    """whether each job's lowest ratio came with the neighbours' work"""
+    hit = ["%s: %.2f, %.1f%%" % s for s in smallest
+           if s[2] >= perf_report.STEAL_MAX_PCT]
+    if hit:
+        print("Smallest ours / fio repetitions with CPU steal of %.0f%% or "
+              "more (those minima say as much of the neighbours): %s" %
+              (perf_report.STEAL_MAX_PCT, ", ".join(hit)))
+    elif smallest:
+        print("CPU steal in each job's smallest ours / fio repetition: at "
+              "most %.1f%% (the minima are not the neighbours')" %
+              max(p for _, _, p in smallest))
+
+
 def main(argv):
     print("| target | job | n | ours IOPS min / median / max | "
           "fio io_uring IOPS | ours / fio, median (min) | "
@@ -201,7 +241,7 @@ def main(argv):
           "copies per runtime call or launch | "
           "copy stage per copied I/O: done after / waited, us |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    profiled, variants, stolen = [], [], []
+    profiled, variants, stolen, smallest = [], [], [], []
     for arg in argv:
         label, _, path = arg.partition("=")
         try:
@@ -220,6 +260,7 @@ def main(argv):
             variants += variant_rows(label, job, impls)
         profiled += profile_rows(label, records)
         stolen += steals(label, records)
+        smallest += smallest_reps(label, records)
     if variants:
         print("\n| target | job | variant | n | IOPS min / median / max | "
               "variant / fio, median (min) | variant / ours, median (min) |")
@@ -232,6 +273,7 @@ def main(argv):
         print("|---|---|---|---|---|---|---|---|")
         print("\n".join(profiled))
     print_steal(stolen)
+    print_smallest(smallest)
     return 0
 
 

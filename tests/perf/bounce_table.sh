@@ -9,7 +9,7 @@
 # threads weighted by their I/O. And the 1 MiB cases' way: one-repetition
 # runs merged (merge_reps.py), each paired with the ceiling loop's lines
 # that followed it. CPU steal: the repetitions at 2% or more named, else the
-# largest figure.
+# largest figure; and each job's smallest ours / fio repetition's own figure.
 . "$(dirname "$0")/../lib.sh"
 
 command -v python3 >/dev/null || skip "python3 not installed"
@@ -99,6 +99,10 @@ grep -qxF "| zram | v-4k | dbr+gpu_spin_us=0 | 2 | 240.0k / 288.0k / 336.0k | 0.
 grep -qxF "CPU steal of 2% or more (the VM's CPUs ran other work; those runs' rates dip): zram r-4k dbr rep 2: 6.2%" "$TMPD/table.md" &&
 	pass "CPU steal: the repetition at 2% or more named" ||
 	fail "steal line: $(grep -i steal "$TMPD/table.md")"
+# r-4k's smallest ratio is repetition 1's (0.75, 0.4%), not the 6.2% of 2
+grep -qxF "CPU steal in each job's smallest ours / fio repetition: at most 0.4% (the minima are not the neighbours')" "$TMPD/table.md" &&
+	pass "CPU steal in the smallest repetitions: that repetition's figure, not the run's largest" ||
+	fail "smallest-repetition line: $(grep -i smallest "$TMPD/table.md")"
 head -1 "$TMPD/table.md" | grep -q "copy stage per copied I/O: done after / waited, us |$" &&
 	pass "the header names the column" || fail "header: $(head -1 "$TMPD/table.md")"
 
@@ -138,6 +142,22 @@ line seqread-1m-1t | grep -qF "| - | - | 0.97 (min 0.95) |" &&
 grep -qxF "CPU steal: at most 1.4% in any run" "$TMPD/t2.md" &&
 	pass "CPU steal under 2% everywhere: the largest figure" ||
 	fail "steal line: $(grep -i steal "$TMPD/t2.md")"
+# a job whose smallest repetition (0.50) ran beside steal of 2.5% in fio's run
+python3 - "$TMPD" <<'PY'
+import json, os, sys
+d = os.path.join(sys.argv[1], "s")
+os.makedirs(d)
+runs = [("dbr", 1, 200e3, 0.1), ("io_uring", 1, 400e3, 2.5),
+        ("dbr", 2, 380e3, 0.0), ("io_uring", 2, 400e3, 0.0)]
+json.dump({"records": [{"case": {"job": "x-4k", "impl": i}, "rep": rep,
+                        "summary": {"iops": iops, "steal_pct": st}, "gpu_threads": []}
+                       for i, rep, iops, st in runs]}, open(os.path.join(d, "results.json"), "w"))
+PY
+python3 "$SRCDIR/scripts/gpu-proof.d/bounce_table.py" zram="$TMPD/s" >"$TMPD/t3.md" ||
+	die "bounce_table.py failed on the stolen run"
+grep -qxF "Smallest ours / fio repetitions with CPU steal of 2% or more (those minima say as much of the neighbours): zram x-4k rep 1: 0.50, 2.5%" "$TMPD/t3.md" &&
+	pass "a smallest repetition with CPU steal: named, with its ratio and the larger figure" ||
+	fail "smallest-repetition line: $(grep -i smallest "$TMPD/t3.md")"
 cp -r "$TMPD/m" "$TMPD/again"
 if python3 "$SRCDIR/scripts/gpu-proof.d/merge_reps.py" "$TMPD/m3" "$TMPD/again" 2>"$TMPD/err"; then
 	fail "merge_reps.py took a run of two repetitions"

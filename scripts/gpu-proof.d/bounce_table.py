@@ -203,14 +203,14 @@ def smallest_reps(label, records):
     where either run has a steal figure; steal is the larger of the two"""
     runs = {(r["case"]["job"], r["case"]["impl"], r["rep"]): r["summary"]
             for r in records if (r.get("summary") or {}).get("iops")}
+    lowest = {}
+    for (job, impl, rep), s in runs.items():
+        ref = runs.get((job, "io_uring", rep))
+        if impl == "dbr" and ref:
+            pair = (s["iops"] / ref["iops"], rep)
+            lowest[job] = min(lowest.get(job, pair), pair)
     out = []
-    for job in sorted({j for j, _, _ in runs}):
-        pairs = [(s["iops"] / runs[(job, "io_uring", rep)]["iops"], rep)
-                 for (j, i, rep), s in runs.items()
-                 if j == job and i == "dbr" and (j, "io_uring", rep) in runs]
-        if not pairs:
-            continue
-        ratio, rep = min(pairs)
+    for job, (ratio, rep) in sorted(lowest.items()):
         figs = [runs[(job, i, rep)].get("steal_pct")
                 for i in ("dbr", "io_uring")]
         figs = [p for p in figs if p is not None]

@@ -176,6 +176,11 @@ def apart_lines(records):
 STEAL_MAX_PCT = 2.0     # CPU steal (percent of the machine's CPU time) named
 
 
+def steal_named(pct):
+    """Is a run's steal_pct (None: not read) one to name?"""
+    return pct is not None and pct >= STEAL_MAX_PCT
+
+
 def stolen(records):
     """{case id: [(rep, percent)]} for the repetitions in which a hypervisor
     took at least STEAL_MAX_PCT of the machine's CPU time (the record's
@@ -183,7 +188,7 @@ def stolen(records):
     out = {}
     for r in records:
         pct = (r.get("summary") or {}).get("steal_pct")
-        if pct is not None and pct >= STEAL_MAX_PCT:
+        if steal_named(pct):
             out.setdefault(r["id"], []).append((r["rep"], pct))
     return out
 

@@ -188,7 +188,7 @@ def steals(label, records):
 
 def print_steal(stolen):
     worst = ["%s: %.1f%%" % s for s in stolen
-             if s[1] >= perf_report.STEAL_MAX_PCT]
+             if perf_report.steal_named(s[1])]
     if worst:
         print("\nCPU steal of %.0f%% or more (the VM's CPUs ran other work; "
               "those runs' rates dip): %s" % (perf_report.STEAL_MAX_PCT,
@@ -222,7 +222,7 @@ def smallest_reps(label, records):
 def print_smallest(smallest):
     """whether each job's lowest ratio came with the neighbours' work"""
     hit = ["%s: %.2f, %.1f%%" % s for s in smallest
-           if s[2] >= perf_report.STEAL_MAX_PCT]
+           if perf_report.steal_named(s[2])]
     if hit:
         print("Smallest ours / fio repetitions with CPU steal of %.0f%% or "
               "more (those minima say as much of the neighbours): %s" %

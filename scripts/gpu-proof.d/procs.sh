@@ -10,7 +10,9 @@
 # for 1 MiB reads, each repetition a run of its own followed by the ceiling
 # loop (paired_1m; gpu-proof.d/ceiling.c: the same bytes through pinned slots
 # and DMA copies, without fio), where PCIe or host memory is the limit.
-#   PROCS_TARGETS (zram shm), PROCS_PARTS ("verify 4k 1m": which parts run),
+# kill -9 of the owner, of a job process and of fio mid-run, and what each
+# left (processes, GPU memory per nvidia-smi, /dev/shm files; owner_kills.sh).
+#   PROCS_TARGETS (zram shm), PROCS_PARTS ("verify kill 4k 1m": which parts run),
 #   PROCS_NJ (4 16), PROCS_REPEAT (3), PROCS_SET
 #   (engine options for ours, e.g. "gpu_owner=0"), PROCS_MPS (1),
 #   PROCS_VARIANTS (ours with other options, alternating with the rest as
@@ -35,7 +37,7 @@ procs_job() {
 
 # procs_part PART: is PART (verify, 4k, 1m) among PROCS_PARTS?
 procs_part() {
-	[[ " ${PROCS_PARTS:-verify 4k 1m} " = *" $1 "* ]]
+	[[ " ${PROCS_PARTS:-verify kill 4k 1m} " = *" $1 "* ]]
 }
 
 # procs_cases TARGET TAG: the matrix on TARGET (bounce_target's variables)
@@ -116,6 +118,33 @@ procs_verify() {
 	note "procs verify $1: 8 job processes, randrw bssplit 4k/64k/1m crc32c: exit $?, $(grep -c 'err= 0' "$out") of 8 err=0; $(grep -o "copies in the GPU owner's context[^)]*)" "$out" | head -1)"
 }
 
+# kill -9 of the owner, of one of 3 job processes, of fio, each in the
+# middle of a run of its own (1 MiB reads at iodepth 32: 32 MiB of GPU memory
+# a job process), and what each left behind; non-zero if a promise broke.
+# GPU memory before and after the three, where nvidia-smi says it.
+procs_kills() {
+	local share=$((READ_SPAN / 3 >> 20 << 20)) what line bad=0 used rt
+
+	. "$top/scripts/gpu-proof.d/owner_kills.sh"
+	used=$(gpu_used)
+	for what in owner job fio; do
+		rt=60
+		[ "$what" = job ] && rt=6
+		if line=$(KILL_OUT=$RUNS/procs-kill-$what-$1.out kill_run "$what" "$DEV" 3 \
+			dbr --name=pk --filename="$DEV" --size="$((share > 1 << 30 ? 1 << 30 : share))" \
+			--offset_increment="$share" --gpu="${DBR_GPU:-cuda}" --transfer=bounce \
+			--direct=1 --rw=randread --bs=1m --iodepth=32 --numjobs=3 \
+			--time_based --runtime="$rt"); then
+			note "procs kill $1: ok: $line"
+		else
+			note "procs kill $1: BROKEN: $line"
+			bad=1
+		fi
+	done
+	[ -n "$used" ] && note "procs kill $1: GPU memory used before the kills: $used MiB, after: $(gpu_used) MiB"
+	return "$bad"
+}
+
 proof_procs() {
 	local t
 
@@ -124,6 +153,7 @@ proof_procs() {
 		bounce_target "$t" || continue
 		section "procs $t, no MPS"
 		procs_part verify && procs_verify "$t"
+		procs_part kill && procs_kills "$t"
 		procs_cases "$t" nomps
 		procs_lines "$t" nomps
 		procs_table "$t" nomps

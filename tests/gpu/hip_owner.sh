@@ -22,16 +22,21 @@ owner_pid() {
 	sed -n "s/.*the GPU owner's context (pid \([0-9]*\),.*/\1/p" "$1" | head -1
 }
 
-# gone PID [SECONDS]: the process ended (a zombie counts as ended) in time
-gone() {
-	local i
-	for ((i = 0; i < ${2:-3} * 10; i++)); do
-		[ -d "/proc/$1" ] || return 0
-		grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+# gone, owner_of, owner_serving and kill_run: gpu-proof's, here with the
+# double's device memory (the memfds it maps, named hip_double) as the GPU
+# memory a process holds
+# shellcheck disable=SC2034 # owner_kills.sh's
+GPU_HELD_UNIT=KiB
+gpu_held() {
+	local s=0 range name
+	# shellcheck disable=SC2034 # the fields between are not used
+	while read -r range _ _ _ _ name; do
+		[[ $name = *memfd:hip_double* ]] &&
+			s=$((s + 0x${range#*-} - 0x${range%-*}))
+	done 2>/dev/null <"/proc/$1/maps"
+	echo $((s / 1024))
 }
+. "$SRCDIR/scripts/gpu-proof.d/owner_kills.sh"
 
 # 1. four job processes, randrw with crc32c verify through GPU memory
 out=$TMPD/procs.out
@@ -153,119 +158,28 @@ DBR_GPU_OWNER=$TMPD/no-such-owner run_refused "owner=1 without an owner" \
 	"gpu_owner=1: the GPU owner of hip 0 could not start: .*could not start" \
 	"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m --gpu_owner=1
 
-# owner_of FILE: the owner serving the fio run that has FILE on its command
-# line (its arguments: PROVIDER DEV RUN)
-owner_of() {
-	local o run
-	for o in $(pgrep -x dbr-gpu-owner); do
-		run=$(tr '\0' ' ' 2>/dev/null <"/proc/$o/cmdline" | awk '{ print $4 }')
-		[ -n "$run" ] && tr '\0' ' ' 2>/dev/null <"/proc/$run/cmdline" |
-			grep -qF "$1" && echo "$o"
-	done
-}
-
-# owner_serving FILE N: owner_of FILE once it has taken N job processes'
-# connections (its sockets, less the one it listens on), within 20 s. Job
-# processes that start together may each start an owner; all but one leave
-# at once (the socket's name is the lock), so the first pid seen may be one
-# about to leave. And a job process that comes after the owner was killed
-# finds none and starts its own: kill nothing before every one is served.
-owner_serving() {
-	local i o n
-	for ((i = 0; i < 200; i++)); do
-		for o in $(owner_of "$1"); do
-			n=$(find "/proc/$o/fd" -lname 'socket:*' 2>/dev/null | wc -l)
-			[ "$n" -gt "$2" ] && echo "$o" && return 0
-		done
-		sleep 0.1
-	done
-	return 1
-}
-
-# 5. the owner killed mid-run: the jobs stop with its line within seconds
-out=$TMPD/killed.out
-HIPDOUBLE_DELAY_US=200 dbr_fio "${job[@]}" --rw=randread --iodepth=8 \
-	--numjobs=2 --size=16m --time_based --runtime=60 >"$out" 2>&1 &
-fio_pid=$!
-p=$(owner_serving "$f" 2)
-if [ -z "$p" ]; then
-	fail "no owner serving both job processes of the long job: $(owner_of "$f" | tr '\n' ' ')"
-	kill "$fio_pid" 2>/dev/null
-	wait "$fio_pid"
-else
-	sleep 1
-	kill -9 "$p"
-	t0=$SECONDS
-	for ((i = 0; i < 150; i++)); do
-		kill -0 "$fio_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$fio_pid" 2>/dev/null; then
-		fail "fio still runs 15 s after its owner was killed"
-		show_failure "$out"
-		pkill -9 -f "$f"
-		wait "$fio_pid"
-	else
-		rc=0
-		wait "$fio_pid" || rc=$?
-		if [ "$rc" -ne 0 ] && grep -q "GPU owner process (pid $p) of hip 0 went away" "$out"; then
-			pass "owner killed: fio stopped in $((SECONDS - t0)) s, exit $rc, with the owner's line"
-		else
-			fail "owner killed: exit $rc, line: $(grep -m1 'went away' "$out")"
-			show_failure "$out"
-		fi
-	fi
-fi
-
-# 6. a job process killed: the owner releases what it held for that one
-# at once and serves the others on (fio 3.33 itself aborts at its end when a
-# job process died so, whatever the engine)
-g=$TMPD/kill-job.bin
-truncate -s 16M "$g"
-: >"$HIPDOUBLE_REPORT"
-dbr_fio "${job[@]}" --filename="$g" --rw=randread --iodepth=8 --numjobs=3 \
-	--size=16m --time_based --runtime=5 >"$TMPD/kill-job.out" 2>&1 &
-sh_pid=$!
-o=$(owner_serving "$g" 3)
-main=$(pgrep -f -o -- "--filename=$g")
-kids=$(pgrep -P "$main" | tr '\n' ' ')
-if [ -z "$o" ] || [ -z "$kids" ]; then
-	fail "a job process killed: no owner serving the 3 job processes ($(owner_of "$g" | tr '\n' ' ')), or no job process"
-else
-	sleep 1
-	kill -9 "${kids%% *}"
-	for ((i = 0; i < 30; i++)); do
-		grep -q "^pid=$o live_allocs=2 .* at=hipFree" "$HIPDOUBLE_REPORT" && break
-		sleep 0.1
-	done
-	if grep -q "^pid=$o live_allocs=2 .* at=hipFree" "$HIPDOUBLE_REPORT" &&
-		[ -d "/proc/$o" ]; then
-		pass "a job process killed: the owner freed its memory and serves the other two"
-	else
-		fail "a job process killed: the owner's report: $(grep "^pid=$o " "$HIPDOUBLE_REPORT" | tail -1)"
-	fi
-fi
-wait "$sh_pid" 2>/dev/null
-
-# 7. fio killed: the owner and the job processes are gone within seconds
-h=$TMPD/kill-fio.bin
-truncate -s 16M "$h"
-dbr_fio "${job[@]}" --filename="$h" --rw=randread --iodepth=8 --numjobs=2 \
-	--size=16m --time_based --runtime=60 >"$TMPD/kill-fio.out" 2>&1 &
-sh_pid=$!
-o=$(owner_serving "$h" 2)
-main=$(pgrep -f -o -- "--filename=$h")
-kids=$(pgrep -P "$main")
-if [ -z "$o" ] || [ -z "$main" ]; then
-	fail "fio killed: no owner or fio found"
-else
-	sleep 1
-	kill -9 "$main"
-	left=
-	for p in $o $kids; do gone "$p" 10 || left="$left $p"; done
-	[ -z "$left" ] && pass "fio killed: its owner and job processes are gone" ||
-		fail "fio killed: still running:$left"
-fi
-wait "$sh_pid" 2>/dev/null
+# 5-7. gpu-proof procs's kills, as it runs them on a GPU machine: the owner
+# killed mid-run (the jobs stop with its line within seconds), a job process
+# killed (the owner releases what it held for that one at once and serves
+# the others on; fio 3.33 itself aborts at its end when a job process died
+# so, whatever the engine), fio killed (the owner and the job processes are
+# gone within seconds); and nothing left behind by any
+. "$SRCDIR/scripts/gpu-proof.d/procs.sh"
+dbr() { dbr_fio "$@"; }
+note() { echo "$*"; }
+# shellcheck disable=SC2034 # procs_kills's
+top=$SRCDIR RUNS=$TMPD DEV=$TMPD/kill.bin READ_SPAN=$((96 << 20))
+truncate -s 96M "$DEV"
+DBR_GPU=hip procs_kills file >"$TMPD/kills.out"
+for what in owner job fio; do
+	line=$(grep -m1 "kill -9 $what:" "$TMPD/kills.out")
+	case $line in
+	*": ok: "*) pass "kill -9 of $what: ${line#*ok: kill -9 "$what": }" ;;
+	*)
+		fail "kill -9 of $what: ${line:-no line}"
+		show_failure "$TMPD/procs-kill-$what-file.out"
+		;;
+	esac
+done
 
 finish

@@ -147,6 +147,12 @@ int main(int argc, char **argv)
 		if (time_to_go(start, served))
 			break;
 	}
-	/* job processes still connected find the socket closed: they stop */
+	/*
+	 * The name goes first, so that a job process coming now starts a new
+	 * owner; one already waiting to be taken finds its connection closed
+	 * unanswered and does the same. Job processes still connected (fio's
+	 * process ended) find the socket closed: they stop.
+	 */
+	close(lfd);
 	_exit(0);
 }

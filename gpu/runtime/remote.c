@@ -730,8 +730,10 @@ static int hello(char *why, size_t len)
 		snprintf(why, len, "%s", p.why);
 		return p.ret;
 	}
-	if (ret < 0)
-		snprintf(why, len, "the GPU owner closed the connection at its start");
+	if (ret < 0) {
+		snprintf(why, len, "the GPU owner closed the connection at its start (it was leaving as this job process came, three times running)");
+		return -ECONNRESET;
+	}
 	conn.pid = conn.ctl->pid;
 	/* where Yama restricts ptrace to descendants, let the owner take this
 	 * process's ring fd (pidfd_getfd); EINVAL without Yama: nothing to do */
@@ -755,7 +757,7 @@ int gpu_remote_connect(const struct gpu_provider *real, int dev_id, long run,
 		       size_t len)
 {
 	char name[100];
-	int ret;
+	int ret, tries;
 
 	if (conn.sock >= 0) {
 		if (conn.real != real || conn.dev_id != dev_id) {
@@ -767,13 +769,23 @@ int gpu_remote_connect(const struct gpu_provider *real, int dev_id, long run,
 		return 0;
 	}
 	gpu_owner_name(name, sizeof(name), run, real->name, dev_id);
-	ret = reach_owner(name, real->name, dev_id, run, why, len);
-	if (ret < 0)
-		return ret;
-	conn.sock = ret;
-	conn.real = real;
-	conn.dev_id = dev_id;
-	ret = hello(why, len);
+	/*
+	 * An owner leaves a second after its last job process (a stonewall
+	 * group's end): one that was leaving as this process connected closes
+	 * the connection unanswered. Then another is started, as by the first.
+	 */
+	for (tries = 0; tries < 3; tries++) {
+		ret = reach_owner(name, real->name, dev_id, run, why, len);
+		if (ret < 0)
+			return ret;
+		conn.sock = ret;
+		conn.real = real;
+		conn.dev_id = dev_id;
+		ret = hello(why, len);
+		if (ret != -ECONNRESET)
+			break;
+		gpu_remote_disconnect();
+	}
 	if (ret < 0) {
 		gpu_remote_disconnect();
 		return ret;

@@ -182,4 +182,41 @@ for what in owner job fio; do
 	esac
 done
 
+# 8. an owner leaving as job processes come (a second after the last of a
+# stonewall group): their connections close unanswered, and they start a new
+# owner instead of running without one. A socket by the owner's name that
+# takes no connection stands in for the owner on its way out: it closes
+# once both job processes wait on it.
+cat >"$TMPD/leaving.py" <<'PY'
+import socket, sys, time
+name = "dmabuf_uring.owner.%s.hip.0" % sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind("\0" + name)
+s.listen(64)
+waiting, t0 = 0, time.time()
+while waiting < int(sys.argv[2]) and time.time() - t0 < 30:
+    time.sleep(0.05)
+    with open("/proc/net/unix") as f:
+        waiting = sum(l.split()[-1] == "@" + name for l in f) - 1
+s.close()
+print("waiting", waiting)
+PY
+out=$TMPD/leaving.out
+pre=${DBR_ASAN_PRELOAD:+$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}}
+(
+	me=$BASHPID	# fio's pid once exec'd; expanded here, not in the child
+	python3 "$TMPD/leaving.py" "$me" 2 >"$TMPD/leaving.py.out" &
+	exec env ${pre:+LD_PRELOAD=$pre} "$FIO" --ioengine="external:$ENGINE" \
+		"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m \
+		--gpu_owner=1 --startdelay=1
+) >"$out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "copies in the GPU owner's context" "$out" &&
+	grep -qx "waiting 2" "$TMPD/leaving.py.out"; then
+	pass "an owner leaving as 2 job processes came: they started another"
+else
+	fail "an owner leaving as job processes came: exit $rc, $(cat "$TMPD/leaving.py.out"), $(grep -m1 '^dmabuf_uring' "$out")"
+	show_failure "$out"
+fi
+
 finish

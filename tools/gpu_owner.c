@@ -12,11 +12,13 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -103,6 +105,28 @@ static int watch_run(long run)
 #endif
 }
 
+/*
+ * fio pins, renices and binds each job process before the engine's init,
+ * where the first one starts this program: fork and exec keep that job's
+ * CPUs and nice value. The owner serves every job process of the run, so
+ * it takes fio's own process's instead (where it may: a nice value below
+ * ours needs privilege). Otherwise with cpus_allowed_policy=split the
+ * owner's work for every job process ran on the first one's CPU. (Its
+ * memory is the job processes' and the GPU's: their NUMA policy decides.)
+ */
+static void take_fio_placement(long run)
+{
+	cpu_set_t set;
+	int prio;
+
+	if (!sched_getaffinity((pid_t)run, sizeof(set), &set))
+		sched_setaffinity(0, sizeof(set), &set);
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, (id_t)run);
+	if (!errno)
+		setpriority(PRIO_PROCESS, 0, prio);
+}
+
 static bool time_to_go(uint64_t start, bool served)
 {
 	uint64_t now = gpu_now_ns();
@@ -130,6 +154,7 @@ int main(int argc, char **argv)
 	dev_id = atoi(argv[2]);
 	run = atol(argv[3]);
 	signal(SIGPIPE, SIG_IGN);
+	take_fio_placement(run);
 	lfd = listen_on(run, argv[1]);
 	if (lfd < 0)
 		return errno == EADDRINUSE ? 0 : 1;

@@ -219,4 +219,31 @@ else
 	show_failure "$out"
 fi
 
+# 9. the owner takes fio's CPUs and nice value, not those of the job
+# process that started it (fio pins and renices each before the engine's
+# init): with cpus_allowed_policy=split it ran every job process's copies on
+# the first one's CPU
+if [ "$(nproc)" -lt 2 ]; then
+	log "SKIP the owner's CPUs: one CPU here, nothing to pin apart"
+else
+	g=$TMPD/pinned.bin
+	truncate -s 16M "$g"
+	dbr_fio --name=o --filename="$g" "${job[@]:2}" --rw=randread --iodepth=4 \
+		--numjobs=2 --size=8m --time_based --runtime=4 --cpus_allowed=0-1 \
+		--cpus_allowed_policy=split --nice=5 >"$TMPD/pinned.out" 2>&1 &
+	sh_pid=$!
+	o=$(owner_serving "$g" 2)
+	main=$(pgrep -f -o -- "--filename=$g")
+	mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$o/status" 2>/dev/null)
+	fios=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$main/status" 2>/dev/null)
+	onice=$(ps -o ni= -p "$o" 2>/dev/null | tr -d ' ')
+	fnice=$(ps -o ni= -p "$main" 2>/dev/null | tr -d ' ')
+	wait "$sh_pid" 2>/dev/null
+	if [ -n "$o" ] && [ -n "$mine" ] && [ "$mine" = "$fios" ] && [ "$onice" = "$fnice" ]; then
+		pass "the owner runs on fio's CPUs ($mine) at fio's nice value ($onice), not the first job process's"
+	else
+		fail "the owner (pid ${o:-none}) runs on CPUs ${mine:-?} at nice ${onice:-?}; fio on ${fios:-?} at ${fnice:-?}"
+	fi
+fi
+
 finish

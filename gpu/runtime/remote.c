@@ -713,12 +713,33 @@ err:
 	return -errno;
 }
 
+/*
+ * An abstract socket's name has no permissions: whoever binds it first
+ * answers. Only an owner of this user (or root's) gets this process's memory.
+ */
+static int peer_is_ours(char *why, size_t len)
+{
+	struct ucred cr;
+	socklen_t n = sizeof(cr);
+
+	if (getsockopt(conn.sock, SOL_SOCKET, SO_PEERCRED, &cr, &n) < 0)
+		return -errno;
+	if (cr.uid == getuid() || cr.uid == 0)
+		return 0;
+	snprintf(why, len, "the GPU owner's socket name is held by pid %d of user %u, not by this user's dbr-gpu-owner: end that process, or set gpu_owner=0",
+		 (int)cr.pid, (unsigned int)cr.uid);
+	return -EPERM;
+}
+
 static int hello(char *why, size_t len)
 {
 	struct gpu_own_req q = REQ(GPU_OWN_HELLO, GPU_OWN_PROTO, conn.dev_id);
 	struct gpu_own_rep p;
 	int fd, ret;
 
+	ret = peer_is_ours(why, len);
+	if (ret < 0)
+		return ret;
 	ret = ctl_page(&fd);
 	if (ret < 0)
 		return ret;

@@ -246,4 +246,36 @@ else
 	fi
 fi
 
+# 10. the owner's name held by another user's process: the job process
+# does not hand it its memory, and says who holds it
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/python3 ]; then
+	log "SKIP a squatted owner name: needs root, setpriv and /usr/bin/python3 to bind it as another user"
+else
+	cat >"$TMPD/squat.py" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind("\0dmabuf_uring.owner.%s.hip.0" % sys.argv[1])
+s.listen(64)
+time.sleep(30)
+PY
+	out=$TMPD/squat.out
+	(
+		me=$BASHPID
+		# the script as an argument: $TMPD is not the other user's to read
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			/usr/bin/python3 -c "$(cat "$TMPD/squat.py")" "$me" &
+		exec env ${pre:+LD_PRELOAD=$pre} "$FIO" --ioengine="external:$ENGINE" \
+			"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m \
+			--gpu_owner=1 --startdelay=1
+	) >"$out" 2>&1
+	rc=$?
+	pkill -u 65534 -f "dmabuf_uring.owner"
+	if [ "$rc" -ne 0 ] && grep -q "the GPU owner's socket name is held by pid [0-9]* of user 65534" "$out"; then
+		pass "an owner name held by another user: refused ($(grep -m1 -o 'held by pid [0-9]* of user 65534' "$out"))"
+	else
+		fail "an owner name held by another user: exit $rc, $(grep -m1 '^dmabuf_uring' "$out")"
+		show_failure "$out"
+	fi
+fi
+
 finish

@@ -67,31 +67,34 @@ static int listen_on(long run, const char *name_of_prov)
 	return fd;
 }
 
-/* A job process of this user (or root) gets a thread of its own. */
-static void take(int lfd)
+/* A job process of this user (or root) gets a thread of its own: true. */
+static bool take(int lfd)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	pthread_attr_t attr;
 	pthread_t t;
+	bool ok;
 	int fd;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
-		return;
+		return false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
 	    (cr.uid != getuid() && cr.uid != 0)) {
 		close(fd);
-		return;
+		return false;
 	}
 	__atomic_add_fetch(&live, 1, __ATOMIC_ACQUIRE);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, serve, (void *)(intptr_t)fd)) {
+	ok = !pthread_create(&t, &attr, serve, (void *)(intptr_t)fd);
+	if (!ok) {
 		__atomic_sub_fetch(&live, 1, __ATOMIC_RELEASE);
 		close(fd);
 	}
 	pthread_attr_destroy(&attr);
+	return ok;
 }
 
 /* fio's process RUN, as a pollable fd (-1: poll it by kill(2) instead). */
@@ -164,10 +167,11 @@ int main(int argc, char **argv)
 		if (poll(pfd, 2, 100) > 0) {
 			if (pfd[1].revents)
 				break;		/* fio's process ended */
-			if (pfd[0].revents & POLLIN) {
-				take(lfd);
+			/* one refused (another user's) or not served does
+			 * not count: the job process that started this one
+			 * may still come */
+			if ((pfd[0].revents & POLLIN) && take(lfd))
 				served = true;
-			}
 		}
 		if (time_to_go(start, served))
 			break;

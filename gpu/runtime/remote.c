@@ -588,6 +588,10 @@ static void exec_owner(const char *path, char *const argv[], int err_fd)
 	setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* a fio run with stdio closed gave the pipe fd 0-2: move it above, or
+	 * /dev/null takes its place and a failed exec reads as a start */
+	if (err_fd < 3 && (err_fd = fcntl(err_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		_exit(127);
 	fd = open("/dev/null", O_RDWR);
 	if (fd >= 0) {
 		dup2(fd, 0);
@@ -616,6 +620,7 @@ static int spawn_owner(const char *path, const char *prov, int dev_id,
 	char dev[16], runs[24];
 	char *const argv[] = { (char *)GPU_OWN_PROGRAM, (char *)prov, dev, runs, NULL };
 	int pfd[2], e = 0, status;
+	ssize_t n;
 	pid_t pid;
 
 	snprintf(dev, sizeof(dev), "%d", dev_id);
@@ -631,12 +636,17 @@ static int spawn_owner(const char *path, const char *prov, int dev_id,
 	}
 	close(pfd[1]);
 	if (pid > 0)
-		waitpid(pid, &status, 0);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
 	else
 		e = errno;
 	/* the pipe closes at the program's start, or carries exec's errno */
-	if (!e && read(pfd[0], &e, sizeof(e)) != sizeof(e))
-		e = 0;
+	if (!e) {
+		while ((n = read(pfd[0], &e, sizeof(e))) < 0 && errno == EINTR)
+			;
+		if (n != sizeof(e))
+			e = 0;
+	}
 	close(pfd[0]);
 	return -e;
 }

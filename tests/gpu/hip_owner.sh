@@ -278,4 +278,31 @@ PY
 	fi
 fi
 
+# 11. a connection the owner refuses (another user's) does not count as
+# a job process served: the owner still waits for the one that started it
+# (it left at once: "served", and a second past its last job process)
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/python3 ]; then
+	log "SKIP a refused connection: needs root, setpriv and /usr/bin/python3 to connect as another user"
+else
+	sleep 60 &
+	run=$!
+	"$BUILDDIR/dbr-gpu-owner" hip 0 "$run" &
+	o=$!
+	sleep 0.5
+	setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect("\0dmabuf_uring.owner.%s.hip.0" % sys.argv[1])
+s.recv(1)' "$run" 2>/dev/null
+	sleep 2
+	if kill -0 "$o" 2>/dev/null; then
+		pass "a refused connection: the owner still waits for its first job process"
+	else
+		fail "a refused connection: the owner left at once"
+	fi
+	kill "$run" 2>/dev/null
+	gone "$o" 3 || kill -9 "$o"
+	wait "$o" "$run" 2>/dev/null
+fi
+
 finish

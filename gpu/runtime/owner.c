@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -68,6 +69,17 @@ static bool handle_add(void **set, void *h)
 	return false;
 }
 
+/* Was h handed out here, and is it still held? */
+static bool handle_held(void *const *set, uint64_t h)
+{
+	unsigned int i;
+
+	for (i = 0; h && i < OWN_HANDLES; i++)
+		if ((uint64_t)(uintptr_t)set[i] == h)
+			return true;
+	return false;
+}
+
 /* Was h handed out here (and is still held)? Then it is dropped. */
 static bool handle_take(void **set, uint64_t h)
 {
@@ -98,6 +110,7 @@ static struct own_region *region_map(struct own_conn *c, int fd,
 				     uint64_t client, size_t len)
 {
 	struct own_region *r;
+	struct stat st;
 	unsigned int i;
 	void *p;
 
@@ -108,6 +121,14 @@ static struct own_region *region_map(struct own_conn *c, int fd,
 		snprintf(c->b.why, sizeof(c->b.why), "%s",
 			 fd < 0 ? "no memory handed over with the call" :
 				  "too many shared regions");
+		errno = fd < 0 ? EBADF : ENOMEM;
+		return NULL;
+	}
+	/* past a memfd's end a page would fault here, in every job's owner */
+	if (fstat(fd, &st) || (S_ISREG(st.st_mode) && (uint64_t)st.st_size < len)) {
+		snprintf(c->b.why, sizeof(c->b.why), "the job process's memory handed over holds %lld bytes, not the %zu it names",
+			 (long long)st.st_size, len);
+		errno = EINVAL;
 		return NULL;
 	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -126,15 +147,19 @@ static void region_unmap(struct own_region *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* A host address of the job process's shared memory, as mapped here. */
-static uint64_t client_to_mine(struct own_conn *c, uint64_t a)
+/*
+ * [a, a + len) of the job process's shared memory, as mapped here; 0 where
+ * it is not all inside one region (len 0 counts as 1).
+ */
+static uint64_t client_to_mine(struct own_conn *c, uint64_t a, uint64_t len)
 {
 	unsigned int i;
 
 	for (i = 0; i < OWN_REGIONS; i++) {
 		const struct own_region *r = &c->reg[i];
 
-		if (r->mine && a >= r->client && a - r->client < r->len)
+		if (r->mine && a >= r->client && a - r->client < r->len &&
+		    len <= r->len - (a - r->client))
 			return (uint64_t)(uintptr_t)r->mine + (a - r->client);
 	}
 	return 0;
@@ -188,7 +213,7 @@ static int do_host(struct own_conn *c, const struct gpu_own_req *q, int fd,
 	if (taken >= 0)
 		close(taken);	/* the mapping keeps what it needs */
 	if (!r)
-		return -ENOMEM;
+		return -errno;
 	r->mapped = map;
 	ret = map ? c->rt->map_host(&c->b, r->mine, r->len, &p->v[0]) :
 		    c->rt->host_register(&c->b, r->mine, r->len);
@@ -226,6 +251,8 @@ static int do_open(struct own_conn *c, const struct gpu_own_req *q)
 {
 	int n, ret;
 
+	if (c->opened)
+		return -EBUSY;
 	c->b.size = q->a[0];
 	n = c->rt->probe(c->b.why, sizeof(c->b.why));
 	if (n < 0)
@@ -254,6 +281,8 @@ static int do_export(struct own_conn *c, const struct gpu_own_req *q,
 		*fd_out = fd;
 		return ret;
 	}
+	if (c->export_fd >= 0)
+		return -EBUSY;
 	ret = c->rt->export(&c->b, &c->d, &fd);
 	if (ret < 0)
 		return ret;
@@ -345,10 +374,15 @@ static int do_load(struct own_conn *c, const char *payload, size_t plen,
 	return 0;
 }
 
-/* The side of [dptr, + dsize) is the device's; the other is host memory. */
-static bool is_dev(const struct own_conn *c, uint64_t a)
+/*
+ * [a, a + len) inside this job process's device allocation: the copy's
+ * device side. In the one context the owner shares, past its end would be
+ * another job process's memory.
+ */
+static bool is_dev(const struct own_conn *c, uint64_t a, uint64_t len)
 {
-	return a >= c->d.dptr && a - c->d.dptr < c->d.dsize;
+	return c->allocated && a >= c->d.dptr && a - c->d.dptr < c->d.dsize &&
+	       len <= c->d.dsize - (a - c->d.dptr);
 }
 
 /*
@@ -356,28 +390,31 @@ static bool is_dev(const struct own_conn *c, uint64_t a)
  * device's, the other must be in the shared host memory. Both ways at
  * once (a host address that is also a device address) cannot be told.
  */
-static int dir_of(struct own_conn *c, uint64_t dst, uint64_t src, bool *h2d)
+static int dir_of(struct own_conn *c, uint64_t dst, uint64_t src,
+		  uint64_t len, bool *h2d)
 {
-	bool to = is_dev(c, dst) && client_to_mine(c, src),
-	     from = is_dev(c, src) && client_to_mine(c, dst);
+	bool to = is_dev(c, dst, len) && client_to_mine(c, src, len),
+	     from = is_dev(c, src, len) && client_to_mine(c, dst, len);
 
 	*h2d = to;
 	if (to != from)
 		return 0;
-	snprintf(c->b.why, sizeof(c->b.why), "a copy from 0x%llx to 0x%llx is neither between the shared host memory and the device allocation, nor only one way",
-		 (unsigned long long)src, (unsigned long long)dst);
+	snprintf(c->b.why, sizeof(c->b.why), "a copy of %llu bytes from 0x%llx to 0x%llx is neither inside the shared host memory and the device allocation, nor only one way",
+		 (unsigned long long)len, (unsigned long long)src,
+		 (unsigned long long)dst);
 	return -EFAULT;
 }
 
 /* A copy's host side (the job process's address) as mapped here. */
 static int copy_addrs(struct own_conn *c, uint64_t *dst, uint64_t *src,
-		      bool h2d)
+		      uint64_t len, bool h2d)
 {
-	uint64_t *host = h2d ? src : dst, mine = client_to_mine(c, *host);
+	uint64_t *host = h2d ? src : dst, mine = client_to_mine(c, *host, len);
 
-	if (!mine || !is_dev(c, h2d ? *dst : *src)) {
-		snprintf(c->b.why, sizeof(c->b.why), "a copy's host address 0x%llx is outside the memory the job process shared",
-			 (unsigned long long)*host);
+	if (!mine || !is_dev(c, h2d ? *dst : *src, len)) {
+		snprintf(c->b.why, sizeof(c->b.why), "a copy of %llu bytes at host address 0x%llx and device address 0x%llx is outside the memory the job process shared or its device allocation",
+			 (unsigned long long)len, (unsigned long long)*host,
+			 (unsigned long long)(h2d ? *dst : *src));
 		return -EFAULT;
 	}
 	*host = mine;
@@ -400,14 +437,15 @@ static int do_batch(struct own_conn *c, const struct gpu_own_req *q,
 		dst[i] = cp[i].dst;
 		src[i] = cp[i].src;
 		len[i] = cp[i].len;
-		ret = dir_of(c, dst[i], src[i], &h2d[i]);
+		ret = dir_of(c, dst[i], src[i], len[i], &h2d[i]);
 		if (!ret)
-			ret = copy_addrs(c, &dst[i], &src[i], h2d[i]);
+			ret = copy_addrs(c, &dst[i], &src[i], len[i], h2d[i]);
 		if (ret < 0)
 			return ret;
 	}
-	ret = c->rt->copy_batch(&c->b, (void *)(uintptr_t)q->a[0], dst, src,
-				len, q->n, &done);
+	ret = c->rt->copy_batch ?
+	      c->rt->copy_batch(&c->b, (void *)(uintptr_t)q->a[0], dst, src,
+				len, q->n, &done) : -ENOSYS;
 	if (ret != -ENOSYS)
 		return ret;
 	/* a runtime without the batch call: one call a copy */
@@ -421,12 +459,24 @@ static int do_batch(struct own_conn *c, const struct gpu_own_req *q,
 	return 0;
 }
 
+static int do_launch(struct own_conn *c, const struct gpu_own_req *q,
+		     const struct gpu_klaunch *l, size_t plen)
+{
+	if (plen < sizeof(*l) || !l->n || l->n > GPU_KCOPY_MAX) {
+		snprintf(c->b.why, sizeof(c->b.why), "a copy kernel launch of %u copies (at most %u)",
+			 plen < sizeof(*l) ? 0 : l->n, GPU_KCOPY_MAX);
+		return -EINVAL;
+	}
+	return c->rt->kernel_launch(&c->b, (void *)(uintptr_t)q->a[0],
+				    (void *)(uintptr_t)q->a[1], l);
+}
+
 static int do_copy(struct own_conn *c, const struct gpu_own_req *q)
 {
 	uint64_t dst = q->a[2], src = q->a[3];
 	int ret;
 
-	ret = copy_addrs(c, &dst, &src, q->a[1] == GPU_H2D);
+	ret = copy_addrs(c, &dst, &src, q->a[4], q->a[1] == GPU_H2D);
 	return ret < 0 ? ret :
 	       c->rt->copy(&c->b, (void *)(uintptr_t)q->a[0],
 			   (enum gpu_copy_dir)q->a[1], dst, src, q->a[4]);
@@ -465,6 +515,8 @@ static int do_async(struct own_conn *c, const struct gpu_own_req *q,
 		if (c->allocated)
 			c->rt->mem_free(&c->d);
 		c->allocated = false;
+		c->d.dptr = c->d.dsize = 0;
+		c->b.dev_addr = 0;
 		return 0;
 	}
 	if (c->failed)		/* nothing runs after a failed copy or fence */
@@ -482,10 +534,7 @@ static int do_async(struct own_conn *c, const struct gpu_own_req *q,
 		return c->rt->write_value(&c->b, (void *)(uintptr_t)q->a[0],
 					  q->a[1], q->a[2]);
 	case GPU_OWN_KERNEL_LAUNCH:
-		if (plen < sizeof(struct gpu_klaunch))
-			return -EINVAL;
-		return c->rt->kernel_launch(&c->b, (void *)(uintptr_t)q->a[0],
-					    (void *)(uintptr_t)q->a[1], payload);
+		return do_launch(c, q, payload, plen);
 	}
 	return -EINVAL;
 }
@@ -537,7 +586,7 @@ static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 	case GPU_OWN_MAP_HOST:
 		return do_host(c, q, fd, p);
 	case GPU_OWN_HOST_DEV_ADDR:
-		h = (void *)(uintptr_t)client_to_mine(c, q->a[0]);
+		h = (void *)(uintptr_t)client_to_mine(c, q->a[0], 1);
 		return h ? c->rt->host_dev_addr(&c->b, h, &p->v[0]) : -EFAULT;
 	case GPU_OWN_EXPORT:
 	case GPU_OWN_EXPORT_RANGE:
@@ -568,6 +617,80 @@ static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 	}
 	(void)plen;
 	return -EINVAL;
+}
+
+/* The handle sets a call's a[0] and a[1] must be in (NULL: none). */
+static void handles_of(struct own_conn *c, uint32_t op, void **want[2])
+{
+	want[0] = want[1] = NULL;
+	switch (op) {
+	case GPU_OWN_STREAM_SYNC:
+	case GPU_OWN_COPY:
+	case GPU_OWN_COPY_BATCH:
+	case GPU_OWN_WRITE_VALUE:
+		want[0] = c->streams;
+		break;
+	case GPU_OWN_EVENT_QUERY:
+	case GPU_OWN_EVENT_SYNC:
+		want[0] = c->events;
+		break;
+	case GPU_OWN_EVENT_RECORD:
+		want[0] = c->events;
+		want[1] = c->streams;
+		break;
+	case GPU_OWN_KERNEL_LAUNCH:
+	case GPU_OWN_KERNEL_START:
+		want[0] = c->streams;
+		want[1] = c->mods;
+		break;
+	}
+}
+
+/* Does the runtime have what the call needs? (Optional calls may be NULL.) */
+static bool runtime_has(const struct gpu_runtime *rt, uint32_t op)
+{
+	switch (op) {
+	case GPU_OWN_MAP_HOST:
+		return rt->map_host && rt->unmap_host;
+	case GPU_OWN_HOST_DEV_ADDR:
+		return rt->host_dev_addr;
+	case GPU_OWN_WRITE_VALUE:
+		return rt->write_value;
+	case GPU_OWN_KERNEL_LOAD:
+		return rt->kernel_load && rt->kernel_unload;
+	case GPU_OWN_KERNEL_LAUNCH:
+		return rt->kernel_launch;
+	case GPU_OWN_KERNEL_START:
+		return rt->kernel_start;
+	}
+	return true;
+}
+
+/*
+ * What a call names must be this job process's, and the runtime must have
+ * the call: a stale handle, or a call the runtime lacks, would crash the
+ * owner, and with it every job process's GPU work.
+ */
+static int check_call(struct own_conn *c, const struct gpu_own_req *q)
+{
+	void **want[2];
+	int i;
+
+	if (!runtime_has(c->rt, q->op)) {
+		snprintf(c->b.why, sizeof(c->b.why), "the GPU owner's runtime has no call for request %u",
+			 q->op);
+		return -EOPNOTSUPP;
+	}
+	handles_of(c, q->op, want);
+	for (i = 0; i < 2; i++)
+		if (want[i] && !handle_held(want[i], q->a[i])) {
+			snprintf(c->b.why, sizeof(c->b.why), "request %u names a %s this job process does not hold (0x%llx)",
+				 q->op, want[i] == c->streams ? "stream" :
+				 want[i] == c->events ? "event" : "module",
+				 (unsigned long long)q->a[i]);
+			return -EBADF;
+		}
+	return 0;
 }
 
 /* ---- the connection ---------------------------------------------------- */
@@ -609,9 +732,13 @@ static ssize_t recv_msg(int sock, char *buf, size_t len, int *fd)
 	do
 		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
+	cm = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL;
 	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	if (n <= 0 && *fd >= 0) {	/* an empty message's fd is no call's */
+		close(*fd);
+		*fd = -1;
+	}
 	return n < 0 ? 0 : n;
 }
 
@@ -650,6 +777,10 @@ static int hello(struct own_conn *c, const struct gpu_own_req *q, int fd)
 {
 	void *p;
 
+	if (c->ctl) {
+		snprintf(c->b.why, sizeof(c->b.why), "a second HELLO on one connection");
+		return -EPROTO;
+	}
 	if (q->a[0] != GPU_OWN_PROTO) {
 		snprintf(c->b.why, sizeof(c->b.why), "the owner program speaks version %u, the engine %llu: install both from one build",
 			 GPU_OWN_PROTO, (unsigned long long)q->a[0]);
@@ -657,8 +788,11 @@ static int hello(struct own_conn *c, const struct gpu_own_req *q, int fd)
 	}
 	p = fd < 0 ? MAP_FAILED : mmap(NULL, sizeof(*c->ctl), PROT_READ | PROT_WRITE,
 				       MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
+		snprintf(c->b.why, sizeof(c->b.why), "the job process's control page cannot be mapped: %s",
+			 fd < 0 ? "none came with HELLO" : strerror(errno));
 		return -EINVAL;
+	}
 	c->ctl = p;
 	c->ctl->pid = (uint32_t)getpid();
 	return 0;
@@ -677,12 +811,15 @@ static void serve_one(struct own_conn *c, size_t n, int fd)
 	if (q->op != GPU_OWN_HELLO && q->op != GPU_OWN_OPEN && c->opened)
 		c->rt->enter(&c->b);
 	if (!has_reply(q)) {
-		ret = do_async(c, q, payload, plen);
+		ret = check_call(c, q);
+		if (!ret)
+			ret = do_async(c, q, payload, plen);
 		if (ret < 0 && !c->failed)
 			async_failed(c, ret);
 	} else {
-		ret = q->op == GPU_OWN_HELLO ? hello(c, q, fd) :
-		      do_call(c, q, payload, plen, fd, &p, &fd_out);
+		ret = q->op == GPU_OWN_HELLO ? hello(c, q, fd) : check_call(c, q);
+		if (!ret && q->op != GPU_OWN_HELLO)
+			ret = do_call(c, q, payload, plen, fd, &p, &fd_out);
 		p.ret = ret;
 		if (ret < 0)
 			snprintf(p.why, sizeof(p.why), "%s", c->b.why);

@@ -109,20 +109,20 @@ static int recv_rep(struct gpu_own_rep *p, int *fd)
 			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
 	ssize_t n;
+	int got;
 
 	do
 		n = recvmsg(conn.sock, &m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(*p))
-		return -EPIPE;
-	cm = CMSG_FIRSTHDR(&m);
+	cm = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL;
 	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-		if (fd)
-			memcpy(fd, CMSG_DATA(cm), sizeof(int));
+		memcpy(&got, CMSG_DATA(cm), sizeof(int));
+		if (fd && n == (ssize_t)sizeof(*p))
+			*fd = got;
 		else
-			close(*(int *)CMSG_DATA(cm));
+			close(got);
 	}
-	return 0;
+	return n == (ssize_t)sizeof(*p) ? 0 : -EPIPE;
 }
 
 /*

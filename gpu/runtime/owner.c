@@ -30,7 +30,16 @@ struct own_region {
 };
 
 #define OWN_REGIONS	16u
-#define OWN_HANDLES	64u
+
+/*
+ * Handles the runtime gave one job process, sorted, to be found by each call
+ * that names one: a copy stream has an event per fence slot, about its
+ * iodepth, so there may be thousands.
+ */
+struct own_set {
+	uint64_t *h;
+	unsigned int n, cap;
+};
 
 /* What the job process holds here, so that its leaving releases it all. */
 struct own_conn {
@@ -41,7 +50,7 @@ struct own_conn {
 	bool opened, allocated;
 	struct gpu_own_ctl *ctl;
 	struct own_region reg[OWN_REGIONS];
-	void *streams[OWN_HANDLES], *events[OWN_HANDLES], *mods[OWN_HANDLES];
+	struct own_set streams, events, mods;
 	int export_fd;		/* a dma-buf the runtime closes, or -1 */
 	int failed;		/* a call without a reply failed: skip the rest */
 	pid_t peer;		/* the job process (SO_PEERCRED) */
@@ -57,40 +66,58 @@ int gpu_owner_name(char *buf, size_t len, long run, const char *prov,
 
 /* ---- handles: what the runtime gave, kept to be released at the end ---- */
 
-static bool handle_add(void **set, void *h)
+/* Where h is in s, or would go. */
+static unsigned int set_pos(const struct own_set *s, uint64_t h)
 {
+	unsigned int lo = 0, hi = s->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (s->h[mid] < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool set_add(struct own_set *s, void *p)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p, *grown;
 	unsigned int i;
 
-	for (i = 0; i < OWN_HANDLES; i++)
-		if (!set[i]) {
-			set[i] = h;
-			return true;
-		}
-	return false;
+	if (s->n == s->cap) {
+		grown = realloc(s->h, (s->cap ? 2 * s->cap : 16) * sizeof(*s->h));
+		if (!grown)
+			return false;
+		s->h = grown;
+		s->cap = s->cap ? 2 * s->cap : 16;
+	}
+	i = set_pos(s, h);
+	memmove(&s->h[i + 1], &s->h[i], (s->n - i) * sizeof(*s->h));
+	s->h[i] = h;
+	s->n++;
+	return true;
 }
 
 /* Was h handed out here, and is it still held? */
-static bool handle_held(void *const *set, uint64_t h)
+static bool set_held(const struct own_set *s, uint64_t h)
 {
-	unsigned int i;
+	unsigned int i = set_pos(s, h);
 
-	for (i = 0; h && i < OWN_HANDLES; i++)
-		if ((uint64_t)(uintptr_t)set[i] == h)
-			return true;
-	return false;
+	return h && i < s->n && s->h[i] == h;
 }
 
 /* Was h handed out here (and is still held)? Then it is dropped. */
-static bool handle_take(void **set, uint64_t h)
+static bool set_take(struct own_set *s, uint64_t h)
 {
-	unsigned int i;
+	unsigned int i = set_pos(s, h);
 
-	for (i = 0; h && i < OWN_HANDLES; i++)
-		if ((uint64_t)(uintptr_t)set[i] == h) {
-			set[i] = NULL;
-			return true;
-		}
-	return false;
+	if (!h || i >= s->n || s->h[i] != h)
+		return false;
+	memmove(&s->h[i], &s->h[i + 1], (s->n - i - 1) * sizeof(*s->h));
+	s->n--;
+	return true;
 }
 
 /* ---- shared host memory ---------------------------------------------- */
@@ -306,12 +333,12 @@ static int do_create(struct own_conn *c, const struct gpu_own_req *q,
 		       c->rt->event_create(&c->b, &h);
 	if (ret < 0)
 		return ret;
-	if (!handle_add(stream ? c->streams : c->events, h)) {
+	if (!set_add(stream ? &c->streams : &c->events, h)) {
 		if (stream)
 			c->rt->stream_destroy(h);
 		else
 			c->rt->event_destroy(h);
-		snprintf(c->b.why, sizeof(c->b.why), "too many streams or events");
+		snprintf(c->b.why, sizeof(c->b.why), "no memory for one more stream or event");
 		return -ENOMEM;
 	}
 	p->v[0] = (uint64_t)(uintptr_t)h;
@@ -366,7 +393,7 @@ static int do_load(struct own_conn *c, const char *payload, size_t plen,
 	ret = c->rt->kernel_load(&c->b, ptx, entry, &mod);
 	if (ret < 0)
 		return ret;
-	if (!handle_add(c->mods, mod)) {
+	if (!set_add(&c->mods, mod)) {
 		c->rt->kernel_unload(mod);
 		return -ENOMEM;
 	}
@@ -497,15 +524,15 @@ static int do_async(struct own_conn *c, const struct gpu_own_req *q,
 
 	switch (q->op) {
 	case GPU_OWN_STREAM_DESTROY:
-		if (handle_take(c->streams, q->a[0]))
+		if (set_take(&c->streams, q->a[0]))
 			c->rt->stream_destroy(s);
 		return 0;
 	case GPU_OWN_EVENT_DESTROY:
-		if (handle_take(c->events, q->a[0]))
+		if (set_take(&c->events, q->a[0]))
 			c->rt->event_destroy(s);
 		return 0;
 	case GPU_OWN_KERNEL_UNLOAD:
-		if (handle_take(c->mods, q->a[0]))
+		if (set_take(&c->mods, q->a[0]))
 			c->rt->kernel_unload(s);
 		return 0;
 	case GPU_OWN_HOST_UNREGISTER:
@@ -620,7 +647,7 @@ static int do_call(struct own_conn *c, const struct gpu_own_req *q,
 }
 
 /* The handle sets a call's a[0] and a[1] must be in (NULL: none). */
-static void handles_of(struct own_conn *c, uint32_t op, void **want[2])
+static void handles_of(struct own_conn *c, uint32_t op, struct own_set *want[2])
 {
 	want[0] = want[1] = NULL;
 	switch (op) {
@@ -628,20 +655,20 @@ static void handles_of(struct own_conn *c, uint32_t op, void **want[2])
 	case GPU_OWN_COPY:
 	case GPU_OWN_COPY_BATCH:
 	case GPU_OWN_WRITE_VALUE:
-		want[0] = c->streams;
+		want[0] = &c->streams;
 		break;
 	case GPU_OWN_EVENT_QUERY:
 	case GPU_OWN_EVENT_SYNC:
-		want[0] = c->events;
+		want[0] = &c->events;
 		break;
 	case GPU_OWN_EVENT_RECORD:
-		want[0] = c->events;
-		want[1] = c->streams;
+		want[0] = &c->events;
+		want[1] = &c->streams;
 		break;
 	case GPU_OWN_KERNEL_LAUNCH:
 	case GPU_OWN_KERNEL_START:
-		want[0] = c->streams;
-		want[1] = c->mods;
+		want[0] = &c->streams;
+		want[1] = &c->mods;
 		break;
 	}
 }
@@ -673,7 +700,7 @@ static bool runtime_has(const struct gpu_runtime *rt, uint32_t op)
  */
 static int check_call(struct own_conn *c, const struct gpu_own_req *q)
 {
-	void **want[2];
+	struct own_set *want[2];
 	int i;
 
 	if (!runtime_has(c->rt, q->op)) {
@@ -683,10 +710,10 @@ static int check_call(struct own_conn *c, const struct gpu_own_req *q)
 	}
 	handles_of(c, q->op, want);
 	for (i = 0; i < 2; i++)
-		if (want[i] && !handle_held(want[i], q->a[i])) {
+		if (want[i] && !set_held(want[i], q->a[i])) {
 			snprintf(c->b.why, sizeof(c->b.why), "request %u names a %s this job process does not hold (0x%llx)",
-				 q->op, want[i] == c->streams ? "stream" :
-				 want[i] == c->events ? "event" : "module",
+				 q->op, want[i] == &c->streams ? "stream" :
+				 want[i] == &c->events ? "event" : "module",
 				 (unsigned long long)q->a[i]);
 			return -EBADF;
 		}
@@ -840,9 +867,8 @@ static void drain_streams(struct own_conn *c)
 {
 	unsigned int i;
 
-	for (i = 0; i < OWN_HANDLES; i++)
-		if (c->streams[i])
-			c->rt->stream_sync(&c->b, c->streams[i]);
+	for (i = 0; i < c->streams.n; i++)
+		c->rt->stream_sync(&c->b, (void *)(uintptr_t)c->streams.h[i]);
 }
 
 /* Whatever the job process left: released in reverse order of its getting. */
@@ -853,14 +879,15 @@ static void release_all(struct own_conn *c)
 	if (c->opened)
 		c->rt->enter(&c->b);
 	drain_streams(c);
-	for (i = 0; i < OWN_HANDLES; i++) {
-		if (c->events[i])
-			c->rt->event_destroy(c->events[i]);
-		if (c->streams[i])
-			c->rt->stream_destroy(c->streams[i]);
-		if (c->mods[i])
-			c->rt->kernel_unload(c->mods[i]);
-	}
+	for (i = 0; i < c->events.n; i++)
+		c->rt->event_destroy((void *)(uintptr_t)c->events.h[i]);
+	for (i = 0; i < c->streams.n; i++)
+		c->rt->stream_destroy((void *)(uintptr_t)c->streams.h[i]);
+	for (i = 0; i < c->mods.n; i++)
+		c->rt->kernel_unload((void *)(uintptr_t)c->mods.h[i]);
+	free(c->events.h);
+	free(c->streams.h);
+	free(c->mods.h);
 	for (i = 0; i < OWN_REGIONS; i++)
 		if (c->reg[i].mine)
 			region_release(c, &c->reg[i]);

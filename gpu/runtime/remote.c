@@ -33,6 +33,11 @@
 
 /* How long a job process waits for a new owner to take connections. */
 #define OWNER_START_NS	10000000000ull
+/*
+ * How long an owner may stay stopped (SIGSTOP, a debugger) before the job
+ * processes it holds give up: seconds, $DBR_GPU_OWNER_STOP_S or this.
+ */
+#define OWNER_STOP_S	30
 
 static struct {
 	int sock;
@@ -59,6 +64,57 @@ long gpu_remote_owner_pid(void)
 }
 
 /* ---- messages --------------------------------------------------------- */
+
+/*
+ * Is the owner stopped (state T or t), and for how long as this process
+ * has seen it: looked at once a second at most, from a wait that would
+ * otherwise wait for it without end. 0: running, or not known.
+ */
+static uint64_t stopped_ns(void)
+{
+	static uint64_t since, last;
+	uint64_t now = gpu_now_ns();
+	char path[40], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (now - last < 1000000000ull)
+		return since ? now - since : 0;
+	last = now;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", conn.pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strrchr(buf, ')');	/* the name may hold spaces and parentheses */
+	if (!p || (p[2] != 'T' && p[2] != 't'))
+		since = 0;
+	else if (!since)
+		since = now;
+	return since ? now - since : 0;
+}
+
+static uint64_t stop_limit_ns(void)
+{
+	const char *env = getenv("DBR_GPU_OWNER_STOP_S");
+	long s = env && *env ? atol(env) : OWNER_STOP_S;
+
+	return (uint64_t)(s > 0 ? s : OWNER_STOP_S) * 1000000000ull;
+}
+
+/* An owner stopped past the limit fails the wait: -ETIMEDOUT, and why. */
+static int owner_stopped(char *why, size_t len)
+{
+	uint64_t ns = stopped_ns();
+
+	if (ns < stop_limit_ns())
+		return 0;
+	if (why)
+		snprintf(why, len, "the GPU owner (pid %ld) has been stopped for %llu s (SIGSTOP or a debugger) and holds this job's GPU work: kill -CONT it sooner, or run the jobs with thread=1",
+			 conn.pid, (unsigned long long)(ns / 1000000000ull));
+	return -ETIMEDOUT;
+}
 
 static void why_gone(char *why, size_t len)
 {
@@ -101,7 +157,28 @@ static int send_req(const struct gpu_own_req *q, const void *payload,
 	return n < 0 ? -EPIPE : 0;
 }
 
-static int recv_rep(struct gpu_own_rep *p, int *fd)
+/*
+ * Wait for the reply: without end while the owner runs (a page-lock of many
+ * GiB takes seconds), but not past the limit while it is stopped.
+ */
+static int wait_reply(char *why, size_t len)
+{
+	struct pollfd pfd = { .fd = conn.sock, .events = POLLIN };
+	int n, ret;
+
+	for (;;) {
+		n = poll(&pfd, 1, 1000);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -EPIPE;
+		ret = owner_stopped(why, len);
+		if (ret)
+			return ret;
+	}
+}
+
+static int recv_rep(struct gpu_own_rep *p, int *fd, char *why, size_t len)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { p, sizeof(*p) };
@@ -111,6 +188,9 @@ static int recv_rep(struct gpu_own_rep *p, int *fd)
 	ssize_t n;
 	int got;
 
+	n = wait_reply(why, len);
+	if (n < 0)
+		return (int)n;
 	do
 		n = recvmsg(conn.sock, &m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
@@ -140,8 +220,10 @@ static int call(struct gpu_buf *b, struct gpu_own_req *q, const void *payload,
 	pthread_mutex_lock(&conn.lock);
 	ret = send_req(q, payload, plen, fd);
 	if (!ret && p)
-		ret = recv_rep(p, fd_out);
+		ret = recv_rep(p, fd_out, b ? b->why : NULL, b ? sizeof(b->why) : 0);
 	pthread_mutex_unlock(&conn.lock);
+	if (ret == -ETIMEDOUT)
+		return ret;
 	if (ret < 0) {
 		if (b)
 			why_gone(b->why, sizeof(b->why));
@@ -497,7 +579,7 @@ static int r_alive(struct gpu_buf *b)
 		why_gone(b->why, sizeof(b->why));
 		return -EPIPE;
 	}
-	return 0;
+	return owner_stopped(b->why, sizeof(b->why));
 }
 
 static const struct gpu_runtime remote_rt = {
@@ -755,7 +837,7 @@ static int hello(char *why, size_t len)
 		return ret;
 	ret = send_req(&q, NULL, 0, fd);
 	if (!ret)
-		ret = recv_rep(&p, NULL);
+		ret = recv_rep(&p, NULL, NULL, 0);
 	close(fd);
 	if (!ret && p.ret < 0) {
 		snprintf(why, len, "%s", p.why);

@@ -90,6 +90,18 @@ else
 	fail "the owner's CPU: $n lines, want 4 with a figure above 0, and each record's owner_cpu_ns above 0"
 fi
 
+# iodepth 256 through the owner: an event per fence slot (the owner once
+# kept 64 handles a job process, and iodepth 64 failed there)
+out=$TMPD/deep.out
+if dbr_fio "${job[@]}" --rw=randrw --verify=crc32c --iodepth=256 --numjobs=2 \
+	--size=8m --offset_increment=16m >"$out" 2>&1 && ! grep -q "err= *[1-9]" "$out" &&
+	grep -q "copies in the GPU owner's context" "$out"; then
+	pass "2 job processes at iodepth 256 verify through the owner"
+else
+	fail "2 job processes at iodepth 256 through the owner: $(grep -m1 -E '^dmabuf_uring|err= *[1-9]' "$out")"
+	show_failure "$out"
+fi
+
 # 2. job threads: the process's own context, no owner
 out=$TMPD/threads.out
 : >"$HIPDOUBLE_REPORT"
@@ -304,5 +316,40 @@ s.recv(1)' "$run" 2>/dev/null
 	gone "$o" 3 || kill -9 "$o"
 	wait "$o" "$run" 2>/dev/null
 fi
+
+# 12. an owner stopped (SIGSTOP, a debugger) past DBR_GPU_OWNER_STOP_S
+# (30 s; 2 here): the jobs waiting on it stop with its line, not a hang
+g=$TMPD/stopped.bin
+truncate -s 16M "$g"
+out=$TMPD/stopped.out
+DBR_GPU_OWNER_STOP_S=2 HIPDOUBLE_DELAY_US=200 dbr_fio --name=o --filename="$g" \
+	"${job[@]:2}" --rw=randread --iodepth=8 --numjobs=2 --size=16m \
+	--time_based --runtime=60 >"$out" 2>&1 &
+sh_pid=$!
+o=$(owner_serving "$g" 2)
+if [ -z "$o" ]; then
+	fail "an owner stopped: no owner serving the 2 job processes"
+	pkill -9 -f -- "--filename=$g"
+else
+	sleep 1
+	kill -STOP "$o"
+	t0=$SECONDS
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$sh_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$sh_pid" 2>/dev/null; then
+		fail "an owner stopped: fio still runs 20 s later"
+		pkill -9 -f -- "--filename=$g"
+	elif grep -q "the GPU owner (pid $o) has been stopped for [0-9]* s" "$out"; then
+		pass "an owner stopped: fio stopped $((SECONDS - t0)) s later with its line"
+	else
+		fail "an owner stopped: $(grep -m1 'GPU owner' "$out")"
+		show_failure "$out"
+	fi
+	kill -CONT "$o"
+	gone "$o" 5 || fail "an owner stopped, then let go on: still there 5 s after its job processes"
+fi
+wait "$sh_pid" 2>/dev/null
 
 finish

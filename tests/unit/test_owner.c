@@ -32,6 +32,7 @@
 
 static struct {
 	unsigned int copies, syncs, launches, frees, streams_live;
+	unsigned int events_live, records;
 	uint64_t last_dst, last_src, last_len;
 } fk;
 
@@ -97,6 +98,29 @@ static void fk_stream_destroy(void *s)
 	fk.streams_live--;
 }
 
+static int fk_event_create(struct gpu_buf *b, void **e)
+{
+	(void)b;
+	*e = malloc(1);
+	fk.events_live++;
+	return *e ? 0 : -ENOMEM;
+}
+
+static void fk_event_destroy(void *e)
+{
+	free(e);
+	fk.events_live--;
+}
+
+static int fk_event_record(struct gpu_buf *b, void *e, void *s)
+{
+	(void)b;
+	(void)e;
+	(void)s;
+	fk.records++;
+	return 0;
+}
+
 static int fk_copy(struct gpu_buf *b, void *s, enum gpu_copy_dir dir,
 		   uint64_t dst, uint64_t src, size_t len)
 {
@@ -147,6 +171,9 @@ static struct gpu_runtime fk_rt = {
 	.stream_create	= fk_stream_create,
 	.stream_sync	= fk_stream_sync,
 	.stream_destroy	= fk_stream_destroy,
+	.event_create	= fk_event_create,
+	.event_destroy	= fk_event_destroy,
+	.event_record	= fk_event_record,
 	.copy		= fk_copy,
 };
 
@@ -401,6 +428,39 @@ static void test_launch(void)
 	fk_rt.kernel_launch = NULL;
 }
 
+/*
+ * A copy stream has an event per fence slot, about its iodepth: a job
+ * process at iodepth 300 holds 300 events (64 were the most once), each
+ * found by the calls that name it, and released at its end.
+ */
+static void test_many_events(void)
+{
+	struct gpu_own_rep p;
+	uint64_t ev[300];
+	unsigned int i, made = 0;
+	struct job j;
+	int ret;
+
+	job_start(&j);
+	for (i = 0; i < 300; i++)
+		if (!call(&j, (struct gpu_own_req){ .op = GPU_OWN_EVENT_CREATE }, NULL, 0, -1, &p)) {
+			ev[i] = p.v[0];
+			made++;
+		}
+	CHECK(made == 300, "300 events for one job process: %u made", made);
+	ret = 0;
+	for (i = 0; i < 300 && !ret; i += 37)
+		ret = post(&j, (struct gpu_own_req){ .op = GPU_OWN_EVENT_RECORD, .a = { ev[i], j.stream } },
+			   NULL, 0);
+	CHECK(ret == 0 && fk.records == 9, "records on events across them: %d, %u recorded", ret, fk.records);
+	post(&j, (struct gpu_own_req){ .op = GPU_OWN_EVENT_DESTROY, .a = { ev[150] } }, NULL, 0);
+	ret = post(&j, (struct gpu_own_req){ .op = GPU_OWN_EVENT_RECORD, .a = { ev[150], j.stream } },
+		   NULL, 0);
+	CHECK(ret == -EBADF && fk.records == 9, "a record on an event it destroyed: %d", ret);
+	job_end(&j);
+	CHECK(fk.events_live == 0, "its end releases every event: %u left", fk.events_live);
+}
+
 /* An empty message with an fd (the owner's end), every fd closed, all freed. */
 static void test_release(void)
 {
@@ -426,6 +486,7 @@ int main(void)
 	test_copies();
 	test_calls();
 	test_launch();
+	test_many_events();
 	test_release();
 	return check_done("test_owner");
 }

@@ -169,10 +169,14 @@ void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
 		return;
 	}
 	dd->copy_errors_said = errs;
-	if (dd->copy_burst)
+	/* a lasting cause (an owner gone) fails every copy after an I/O that
+	 * needed none: said again only when the reason changes */
+	if (dd->copy_burst ||
+	    (dd->copy_said && !strcmp(dd->copy_why_said, dd->sess.buf.why)))
 		return;
-	dd->copy_burst = true;
-	log_err("%s: %s thread %d: a GPU copy failed, gpu=%s dev=%d: %s; the I/O it carried fails with EIO, so fio's io_u error that follows is the GPU copy's, not the drive's (check the GPU: dmesg, nvidia-smi or rocm-smi)\n",
+	dd->copy_burst = dd->copy_said = true;
+	snprintf(dd->copy_why_said, sizeof(dd->copy_why_said), "%s", dd->sess.buf.why);
+	log_err("%s: %s thread %d: a GPU copy failed, gpu=%s dev=%d: %s; the I/O it carried fails, so fio's io_u error that follows is the GPU copy's, not the drive's (check the GPU: dmesg, nvidia-smi or rocm-smi)\n",
 		DBR_NAME, td->o.name, td->subjob_number, dd->sess.buf.prov->name,
 		dd->sess.buf.dev_id, dd->sess.buf.why[0] ? dd->sess.buf.why : "no detail from the runtime");
 }

@@ -183,6 +183,21 @@ note() { echo "$*"; }
 top=$SRCDIR RUNS=$TMPD DEV=$TMPD/kill.bin READ_SPAN=$((96 << 20))
 truncate -s 96M "$DEV"
 DBR_GPU=hip procs_kills file >"$TMPD/kills.out"
+# the owner gone fails every later copy, also after reads that completed
+# without one: each job process says it once (4k reads, 8 processes: 12
+# lines once)
+g=$TMPD/kill-many.bin
+truncate -s 64M "$g"
+KILL_OUT=$TMPD/kill-many.out HIPDOUBLE_DELAY_US=200 kill_run owner "$g" 8 \
+	dbr_fio --name=o --filename="$g" "${job[@]:2}" --rw=randread --iodepth=16 \
+	--numjobs=8 --size=8m --offset_increment=8m --time_based --runtime=60 >/dev/null
+n=$(grep -c "a GPU copy failed" "$TMPD/kill-many.out")
+t=$(grep -o "^dmabuf_uring: o thread [0-9]*: a GPU copy failed" "$TMPD/kill-many.out" | sort -u | wc -l)
+if [ "$n" -ge 1 ] && [ "$n" -eq "$t" ]; then
+	pass "the owner killed under 8 job processes: $n said its line, once each"
+else
+	fail "the owner killed under 8 job processes: $n copy failure lines from $t of them, want one each"
+fi
 for what in owner job fio; do
 	line=$(grep -m1 "kill -9 $what:" "$TMPD/kills.out")
 	case $line in

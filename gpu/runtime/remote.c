@@ -118,7 +118,7 @@ static int owner_stopped(char *why, size_t len)
 
 static void why_gone(char *why, size_t len)
 {
-	snprintf(why, len, "the GPU owner process (pid %ld) of %s %d went away (killed, or it failed): this job's GPU work is lost",
+	snprintf(why, len, "the GPU owner process (pid %ld) of %s %d went away (killed, or it failed: DBR_GPU_OWNER_STDERR=1 shows its words): this job's GPU work is lost",
 		 conn.pid, conn.real ? conn.real->name : "?", conn.dev_id);
 }
 

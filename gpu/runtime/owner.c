@@ -769,13 +769,12 @@ static ssize_t recv_msg(int sock, char *buf, size_t len, int *fd)
 	return n < 0 ? 0 : n;
 }
 
-/* A reply, with fd passed along where it is one. */
-static void send_rep(int sock, const struct gpu_own_rep *p, int fd)
+ssize_t gpu_own_send(int sock, struct iovec *iov, int n, int fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)p, sizeof(*p) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
 	struct cmsghdr *cm;
+	ssize_t ret;
 
 	if (fd >= 0) {
 		m.msg_control = cbuf;
@@ -786,8 +785,18 @@ static void send_rep(int sock, const struct gpu_own_rep *p, int fd)
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	}
-	while (sendmsg(sock, &m, MSG_NOSIGNAL) < 0 && errno == EINTR)
-		;
+	do
+		ret = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (ret < 0 && errno == EINTR);
+	return ret;
+}
+
+/* A reply, with fd passed along where it is one. */
+static void send_rep(int sock, const struct gpu_own_rep *p, int fd)
+{
+	struct iovec iov = { (void *)p, sizeof(*p) };
+
+	gpu_own_send(sock, &iov, 1, fd);
 }
 
 /* A call without a reply failed: say so on the control page, run no more. */

@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Bumped whenever a message changes: a job process and an owner of
  * different builds refuse each other. */
@@ -131,6 +132,13 @@ struct gpu_runtime;
 struct gpu_provider;
 void gpu_owner_serve(int sock, const struct gpu_runtime *rt,
 		     const struct gpu_provider *prov, int dev_id);
+
+/*
+ * One message of iov[0..n) on sock, with fd (-1: none) passed along
+ * (SCM_RIGHTS): sendmsg's result, retried on EINTR. Both sides send so.
+ */
+struct iovec;
+ssize_t gpu_own_send(int sock, struct iovec *iov, int n, int fd);
 
 /* The socket's name in the abstract namespace, without its leading NUL. */
 int gpu_owner_name(char *buf, size_t len, long run, const char *prov,

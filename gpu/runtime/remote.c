@@ -135,26 +135,10 @@ static int async_error(struct gpu_buf *b)
 static int send_req(const struct gpu_own_req *q, const void *payload,
 		    size_t plen, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov[2] = { { (void *)q, sizeof(*q) },
 				{ (void *)payload, plen } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = plen ? 2 : 1 };
-	struct cmsghdr *cm;
-	ssize_t n;
 
-	if (fd >= 0) {
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	do
-		n = sendmsg(conn.sock, &m, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -EPIPE : 0;
+	return gpu_own_send(conn.sock, iov, plen ? 2 : 1, fd) < 0 ? -EPIPE : 0;
 }
 
 /*

@@ -197,21 +197,9 @@ static void *serve(void *arg)
 static void send_fd(int sock, const struct gpu_own_req *q, const void *pl,
 		    size_t plen, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov[2] = { { (void *)q, q ? sizeof(*q) : 0 }, { (void *)pl, plen } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = plen ? 2 : 1 };
-	struct cmsghdr *cm;
 
-	if (fd >= 0) {
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	if (sendmsg(sock, &m, 0) < 0)
+	if (gpu_own_send(sock, iov, plen ? 2 : 1, fd) < 0)
 		perror("sendmsg");
 }
 

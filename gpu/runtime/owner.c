@@ -413,22 +413,25 @@ static bool is_dev(const struct own_conn *c, uint64_t a, uint64_t len)
 }
 
 /*
- * A batched copy's direction: the side in the device allocation is the
- * device's, the other must be in the shared host memory. Both ways at
- * once (a host address that is also a device address) cannot be told.
+ * A batched copy's direction, and its host side as mapped here: the side in
+ * the device allocation is the device's, the other must be in the shared
+ * host memory. Both ways at once (a host address that is also a device
+ * address) cannot be told.
  */
-static int dir_of(struct own_conn *c, uint64_t dst, uint64_t src,
+static int dir_of(struct own_conn *c, uint64_t *dst, uint64_t *src,
 		  uint64_t len, bool *h2d)
 {
-	bool to = is_dev(c, dst, len) && client_to_mine(c, src, len),
-	     from = is_dev(c, src, len) && client_to_mine(c, dst, len);
+	uint64_t to = is_dev(c, *dst, len) ? client_to_mine(c, *src, len) : 0,
+		 from = is_dev(c, *src, len) ? client_to_mine(c, *dst, len) : 0;
 
 	*h2d = to;
-	if (to != from)
+	if (!to != !from) {
+		*(to ? src : dst) = to ? to : from;
 		return 0;
+	}
 	snprintf(c->b.why, sizeof(c->b.why), "a copy of %llu bytes from 0x%llx to 0x%llx is neither inside the shared host memory and the device allocation, nor only one way",
-		 (unsigned long long)len, (unsigned long long)src,
-		 (unsigned long long)dst);
+		 (unsigned long long)len, (unsigned long long)*src,
+		 (unsigned long long)*dst);
 	return -EFAULT;
 }
 
@@ -464,9 +467,7 @@ static int do_batch(struct own_conn *c, const struct gpu_own_req *q,
 		dst[i] = cp[i].dst;
 		src[i] = cp[i].src;
 		len[i] = cp[i].len;
-		ret = dir_of(c, dst[i], src[i], len[i], &h2d[i]);
-		if (!ret)
-			ret = copy_addrs(c, &dst[i], &src[i], len[i], h2d[i]);
+		ret = dir_of(c, &dst[i], &src[i], len[i], &h2d[i]);
 		if (ret < 0)
 			return ret;
 	}
@@ -853,9 +854,10 @@ static void serve_one(struct own_conn *c, size_t n, int fd)
 		if (ret < 0 && !c->failed)
 			async_failed(c, ret);
 	} else {
-		ret = q->op == GPU_OWN_HELLO ? hello(c, q, fd) : check_call(c, q);
-		if (!ret && q->op != GPU_OWN_HELLO)
-			ret = do_call(c, q, payload, plen, fd, &p, &fd_out);
+		ret = check_call(c, q);
+		if (!ret)
+			ret = q->op == GPU_OWN_HELLO ? hello(c, q, fd) :
+			      do_call(c, q, payload, plen, fd, &p, &fd_out);
 		p.ret = ret;
 		if (ret < 0)
 			snprintf(p.why, sizeof(p.why), "%s", c->b.why);

@@ -140,6 +140,7 @@ static struct own_region *region_map(struct own_conn *c, int fd,
 	struct stat st;
 	unsigned int i;
 	void *p;
+	int e;
 
 	for (i = 0, r = NULL; i < OWN_REGIONS && !r; i++)
 		if (!c->reg[i].mine)
@@ -152,7 +153,14 @@ static struct own_region *region_map(struct own_conn *c, int fd,
 		return NULL;
 	}
 	/* past a memfd's end a page would fault here, in every job's owner */
-	if (fstat(fd, &st) || (S_ISREG(st.st_mode) && (uint64_t)st.st_size < len)) {
+	if (fstat(fd, &st)) {
+		e = errno;
+		snprintf(c->b.why, sizeof(c->b.why), "fstat of the job process's memory handed over: %s",
+			 strerror(e));
+		errno = e;	/* do_host's answer */
+		return NULL;
+	}
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < len) {
 		snprintf(c->b.why, sizeof(c->b.why), "the job process's memory handed over holds %lld bytes, not the %zu it names",
 			 (long long)st.st_size, len);
 		errno = EINVAL;

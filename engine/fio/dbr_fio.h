@@ -92,8 +92,7 @@ struct dbr_data {
 	struct cmdprio cmdprio;	/* cmdprio_percentage/_bssplit, as fio's io_uring */
 	unsigned long copy_errors_said;	/* the pipeline's copy_errors, as seen */
 	bool copy_burst;	/* copies failing: said once until they work */
-	bool copy_said;		/* a copy failure was said: */
-	char copy_why_said[192];	/* the last copy failure said: its reason */
+	char copy_why_said[192];	/* the reason last said ("": none yet) */
 	unsigned long late;	/* I/O given back without their copies at the stop */
 	int stats_fd;		/* gpu_stats_file, or -1 */
 	const char *stats_path;	/* its name (the option's or the environment's) */

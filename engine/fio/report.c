@@ -159,6 +159,8 @@ void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
 			 int reaped)
 {
 	unsigned long errs = dd->sess.pipe.st.copy_errors;
+	const char *why = dd->sess.buf.why[0] ? dd->sess.buf.why :
+			  "no detail from the runtime";
 
 	/* at the stop, copies that run late fail by the deadline: dbr_say_stop */
 	if (dd->sess.buf.deadline_ns)
@@ -171,14 +173,13 @@ void dbr_say_copy_errors(struct thread_data *td, struct dbr_data *dd,
 	dd->copy_errors_said = errs;
 	/* a lasting cause (an owner gone) fails every copy after an I/O that
 	 * needed none: said again only when the reason changes */
-	if (dd->copy_burst ||
-	    (dd->copy_said && !strcmp(dd->copy_why_said, dd->sess.buf.why)))
+	if (dd->copy_burst || !strcmp(dd->copy_why_said, why))
 		return;
-	dd->copy_burst = dd->copy_said = true;
-	snprintf(dd->copy_why_said, sizeof(dd->copy_why_said), "%s", dd->sess.buf.why);
+	dd->copy_burst = true;
+	snprintf(dd->copy_why_said, sizeof(dd->copy_why_said), "%s", why);
 	log_err("%s: %s thread %d: a GPU copy failed, gpu=%s dev=%d: %s; the I/O it carried fails, so fio's io_u error that follows is the GPU copy's, not the drive's (check the GPU: dmesg, nvidia-smi or rocm-smi)\n",
 		DBR_NAME, td->o.name, td->subjob_number, dd->sess.buf.prov->name,
-		dd->sess.buf.dev_id, dd->sess.buf.why[0] ? dd->sess.buf.why : "no detail from the runtime");
+		dd->sess.buf.dev_id, why);
 }
 
 void dbr_say_stop(struct thread_data *td, struct dbr_data *dd)

@@ -132,14 +132,10 @@ kill_run() {
 	kill -9 "$victim"
 	case $what in
 	owner)
-		for ((i = 0; i < 150; i++)); do
-			kill -0 "$bg" 2>/dev/null || break
-			sleep 0.1
-		done
+		gone "$bg" 15 || ok=0
 		ms=$(($(now_ms) - t0))
-		if kill -0 "$bg" 2>/dev/null; then
+		if [ "$ok" = 0 ]; then
 			said="fio still ran 15 s later"
-			ok=0
 			pkill -9 -f -- "--filename=$file"
 		fi
 		wait "$bg" || rc=$?

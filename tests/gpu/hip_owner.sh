@@ -349,11 +349,7 @@ else
 	sleep 1
 	kill -STOP "$o"
 	t0=$SECONDS
-	for ((i = 0; i < 200; i++)); do
-		kill -0 "$sh_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$sh_pid" 2>/dev/null; then
+	if ! gone "$sh_pid" 20; then
 		fail "an owner stopped: fio still runs 20 s later"
 		pkill -9 -f -- "--filename=$g"
 	elif grep -q "the GPU owner (pid $o) has been stopped for [0-9]* s" "$out"; then

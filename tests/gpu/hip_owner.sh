@@ -209,40 +209,55 @@ for what in owner job fio; do
 	esac
 done
 
+# beside_owner_name OUT CMD...: CMD with the pid of the fio run to come
+# added (the owner's socket name carries it) in the background; then that
+# run, 2 job processes with gpu_owner=1 a second later, into OUT; its status
+pre=${DBR_ASAN_PRELOAD:+$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}}
+beside_owner_name() {
+	local out=$1
+	shift
+	(
+		me=$BASHPID	# fio's pid once exec'd; expanded here, not in the child
+		"$@" "$me" &
+		exec env ${pre:+LD_PRELOAD=$pre} "$FIO" --ioengine="external:$ENGINE" \
+			"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m \
+			--gpu_owner=1 --startdelay=1
+	) >"$out" 2>&1
+}
+
+# as_other CMD...: CMD as uid 65534 (nobody); other_ok: can this test do it
+as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+other_ok() {
+	[ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python3 ]
+}
+
 # 8. an owner leaving as job processes come (a second after the last of a
 # stonewall group): their connections close unanswered, and they start a new
 # owner instead of running without one. A socket by the owner's name that
 # takes no connection stands in for the owner on its way out: it closes
-# once both job processes wait on it.
+# once both job processes wait on it (it says how many, on stderr).
 cat >"$TMPD/leaving.py" <<'PY'
 import socket, sys, time
-name = "dmabuf_uring.owner.%s.hip.0" % sys.argv[1]
+name = "dmabuf_uring.owner.%s.hip.0" % sys.argv[2]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind("\0" + name)
 s.listen(64)
 waiting, t0 = 0, time.time()
-while waiting < int(sys.argv[2]) and time.time() - t0 < 30:
+while waiting < int(sys.argv[1]) and time.time() - t0 < 30:
     time.sleep(0.05)
     with open("/proc/net/unix") as f:
         waiting = sum(l.split()[-1] == "@" + name for l in f) - 1
 s.close()
-print("waiting", waiting)
+print("waiting", waiting, file=sys.stderr)
 PY
 out=$TMPD/leaving.out
-pre=${DBR_ASAN_PRELOAD:+$DBR_ASAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}}
-(
-	me=$BASHPID	# fio's pid once exec'd; expanded here, not in the child
-	python3 "$TMPD/leaving.py" "$me" 2 >"$TMPD/leaving.py.out" &
-	exec env ${pre:+LD_PRELOAD=$pre} "$FIO" --ioengine="external:$ENGINE" \
-		"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m \
-		--gpu_owner=1 --startdelay=1
-) >"$out" 2>&1
-rc=$?
+rc=0
+beside_owner_name "$out" python3 "$TMPD/leaving.py" 2 || rc=$?
 if [ "$rc" -eq 0 ] && grep -q "copies in the GPU owner's context" "$out" &&
-	grep -qx "waiting 2" "$TMPD/leaving.py.out"; then
+	grep -qx "waiting 2" "$out"; then
 	pass "an owner leaving as 2 job processes came: they started another"
 else
-	fail "an owner leaving as job processes came: exit $rc, $(cat "$TMPD/leaving.py.out"), $(grep -m1 '^dmabuf_uring' "$out")"
+	fail "an owner leaving as job processes came: exit $rc, $(grep -m1 '^waiting' "$out"), $(grep -m1 '^dmabuf_uring' "$out")"
 	show_failure "$out"
 fi
 
@@ -275,7 +290,7 @@ fi
 
 # 10. the owner's name held by another user's process: the job process
 # does not hand it its memory, and says who holds it
-if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/python3 ]; then
+if ! other_ok; then
 	log "SKIP a squatted owner name: needs root, setpriv and /usr/bin/python3 to bind it as another user"
 else
 	cat >"$TMPD/squat.py" <<'PY'
@@ -286,16 +301,9 @@ s.listen(64)
 time.sleep(30)
 PY
 	out=$TMPD/squat.out
-	(
-		me=$BASHPID
-		# the script as an argument: $TMPD is not the other user's to read
-		setpriv --reuid=65534 --regid=65534 --clear-groups \
-			/usr/bin/python3 -c "$(cat "$TMPD/squat.py")" "$me" &
-		exec env ${pre:+LD_PRELOAD=$pre} "$FIO" --ioengine="external:$ENGINE" \
-			"${job[@]}" --rw=randread --iodepth=4 --numjobs=2 --size=8m \
-			--gpu_owner=1 --startdelay=1
-	) >"$out" 2>&1
-	rc=$?
+	rc=0
+	# the script as an argument: $TMPD is not the other user's to read
+	beside_owner_name "$out" as_other /usr/bin/python3 -c "$(cat "$TMPD/squat.py")" || rc=$?
 	pkill -u 65534 -f "dmabuf_uring.owner"
 	if [ "$rc" -ne 0 ] && grep -q "the GPU owner's socket name is held by pid [0-9]* of user 65534" "$out"; then
 		pass "an owner name held by another user: refused ($(grep -m1 -o 'held by pid [0-9]* of user 65534' "$out"))"
@@ -308,7 +316,7 @@ fi
 # 11. a connection the owner refuses (another user's) does not count as
 # a job process served: the owner still waits for the one that started it
 # (it left at once: "served", and a second past its last job process)
-if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/python3 ]; then
+if ! other_ok; then
 	log "SKIP a refused connection: needs root, setpriv and /usr/bin/python3 to connect as another user"
 else
 	sleep 60 &
@@ -316,7 +324,7 @@ else
 	"$BUILDDIR/dbr-gpu-owner" hip 0 "$run" &
 	o=$!
 	sleep 0.5
-	setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+	as_other /usr/bin/python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect("\0dmabuf_uring.owner.%s.hip.0" % sys.argv[1])
